@@ -1,0 +1,149 @@
+// `condsim bench spmv|vector`: throughput of the backend primitives, in GB/s of compulsory
+// memory traffic, with each backend's measured copy bandwidth for reference. Medians over
+// --reps timed repetitions after warm-up; every rep ends with a Synchronize.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <vector>
+
+#include "apps/args.h"
+#include "condsim/backend.h"
+
+namespace condsim::app {
+namespace {
+
+// 7-point grid stencil of 3x3 blocks (a FEM-like pattern: ~7 blocks per block row)
+BlockMatrix GridMatrix(Index target_rows, std::mt19937_64& rng) {
+  const Index side = std::max<Index>(2, Index(std::cbrt(double(target_rows) / 3.0) + 0.5));
+  const Index nx = side, ny = side, nz = std::max<Index>(1, Index(double(target_rows) / 3.0 / (side * side) + 0.5));
+  const Index n = nx * ny * nz;
+  BlockPattern p;
+  p.block_dim = 3;
+  p.block_rows = p.block_cols = n;
+  p.row_ptr.assign(std::size_t(n) + 1, 0);
+  p.col_idx.reserve(std::size_t(n) * 7);
+  for (Index k = 0; k < nz; ++k)
+    for (Index j = 0; j < ny; ++j)
+      for (Index i = 0; i < nx; ++i) {
+        const Index id = (k * ny + j) * nx + i;
+        // neighbours in increasing index order
+        if (k > 0) p.col_idx.push_back(id - nx * ny);
+        if (j > 0) p.col_idx.push_back(id - nx);
+        if (i > 0) p.col_idx.push_back(id - 1);
+        p.col_idx.push_back(id);
+        if (i + 1 < nx) p.col_idx.push_back(id + 1);
+        if (j + 1 < ny) p.col_idx.push_back(id + nx);
+        if (k + 1 < nz) p.col_idx.push_back(id + nx * ny);
+        p.row_ptr[std::size_t(id) + 1] = static_cast<Index>(p.col_idx.size());
+      }
+  BlockMatrix m(std::move(p));
+  std::uniform_real_distribution<Scalar> u(-1, 1);
+  for (Scalar& v : m.values) v = u(rng);
+  return m;
+}
+
+double MedianSeconds(int reps, Backend& backend, const std::function<void()>& op) {
+  for (int i = 0; i < 3; ++i) op();
+  backend.Synchronize();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    op();
+    backend.Synchronize();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void Row(const std::string& backend, const std::string& op, Index rows, double bytes,
+         double seconds, double copy_gbs) {
+  const double gbs = bytes / seconds / 1e9;
+  std::printf("%-26s %-8s %10d %12.4f %9.2f %8.2f\n", backend.c_str(), op.c_str(), rows,
+              seconds * 1e3, gbs, copy_gbs > 0 ? gbs / copy_gbs : 0.0);
+}
+
+}  // namespace
+
+int RunBench(const std::vector<std::string>& argv) {
+  const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--reps", "--threads", "--seed"},
+                  {"--help"}, "bench");
+  if (args.Flag("--help") || args.positional().empty()) {
+    std::cout << "usage: condsim bench spmv|vector [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+                 "       [--max-rows 1e7] [--reps 20] [--threads N] [--seed S]\n"
+                 "SpMV: 3x3-block 7-point grid matrices; on cuda every SpMV path (csr, bsr,\n"
+                 "rowloop) is measured. Columns: median time per op, GB/s of compulsory traffic,\n"
+                 "and that as a fraction of the backend's measured copy bandwidth.\n";
+    return args.Flag("--help") ? 0 : 2;
+  }
+  const std::string what = args.positional()[0];
+  if (what != "spmv" && what != "vector") throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector)");
+  const std::string which = args.Get("--backend", "all");
+  const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
+  const Index max_rows = Index(args.GetInt("--max-rows", 10000000, 10, 100000000));
+  const int reps = int(args.GetInt("--reps", 20, 1, 100000));
+  const int threads = int(args.GetInt("--threads", 0, 0, 4096));
+  std::mt19937_64 rng(std::uint64_t(args.GetInt("--seed", 1, 0, 1LL << 62)));
+
+  // backends and SpMV formats to measure
+  std::vector<std::pair<BackendChoice, SpmvFormat>> configs;
+  if (which == "cpu" || which == "all") configs.push_back({BackendChoice::kCpu, SpmvFormat::kRowLoop});
+  if (which == "cuda" || which == "all") {
+    const CudaProbe probe = ProbeCuda(0);
+    if (probe.usable) {
+      for (SpmvFormat f : {SpmvFormat::kCsr, SpmvFormat::kBsr, SpmvFormat::kRowLoop}) {
+        if (what == "vector" && f != SpmvFormat::kCsr) continue;
+        configs.push_back({BackendChoice::kCuda, f});
+      }
+    } else if (which == "cuda") {
+      throw Error("bench: the cuda backend is not usable: " + probe.reason);
+    } else {
+      std::cout << "# cuda skipped: " << probe.reason << "\n";
+    }
+  }
+  if (which != "cpu" && which != "cuda" && which != "all") throw Error("bench: --backend must be cpu, cuda or all");
+
+  std::printf("# condsim bench %s: median of %d reps, Scalar = %zu bytes\n", what.c_str(), reps, sizeof(Scalar));
+  std::printf("%-26s %-8s %10s %12s %9s %8s\n", "backend", "op", "rows", "median_ms", "GB/s", "of_copy");
+  for (Index rows = min_rows; rows <= max_rows; rows = rows > max_rows / 10 ? max_rows + 1 : rows * 10) {
+    const BlockMatrix host = GridMatrix(rows, rng);
+    const Index n = host.pattern.rows();
+    std::vector<Scalar> hx(static_cast<std::size_t>(n));
+    std::uniform_real_distribution<Scalar> u(-1, 1);
+    for (Scalar& v : hx) v = u(rng);
+    for (const auto& [choice, format] : configs) {
+      BackendOptions opt;
+      opt.cpu_threads = threads;
+      opt.spmv_format = format;
+      auto backend = MakeBackend(choice, opt).backend;
+      Backend& b = *backend;
+      Array<Scalar> x(&b, hx), y(&b, hx), z(&b, n);
+      const double vbytes = double(n) * sizeof(Scalar);
+      const double copy_s = MedianSeconds(reps, b, [&] { b.Copy(x, &z); });
+      const double copy_gbs = 2 * vbytes / copy_s / 1e9;
+      const std::string name =
+          b.kind() == BackendKind::kCpu ? b.Describe() : std::string("cuda/") + ToString(format);
+      Row(name, "copy", n, 2 * vbytes, copy_s, copy_gbs);
+      if (what == "spmv") {
+        auto a = b.CreateMatrix(host.pattern);
+        a->SetValues(host.values);
+        const BlockPattern& p = host.pattern;
+        // values + block column indices + row pointers + x once + y written
+        const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
+                             double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
+        Row(name, "spmv", n, bytes, MedianSeconds(reps, b, [&] { a->Multiply(1, x, 0, &y); }), copy_gbs);
+      } else {
+        Row(name, "axpby", n, 3 * vbytes, MedianSeconds(reps, b, [&] { b.Axpby(0.5, x, 0.5, &y); }), copy_gbs);
+        Row(name, "dot", n, 2 * vbytes, MedianSeconds(reps, b, [&] { b.Dot(x, y); }), copy_gbs);
+        Row(name, "maxabs", n, vbytes, MedianSeconds(reps, b, [&] { b.MaxAbs(x); }), copy_gbs);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace condsim::app

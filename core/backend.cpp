@@ -1,0 +1,175 @@
+// Backend-independent parts of the backend interface: argument checks, parsing, the factory.
+#include "condsim/backend.h"
+
+#include <cmath>
+
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
+
+namespace condsim {
+
+const char* ToString(BackendKind kind) { return kind == BackendKind::kCpu ? "cpu" : "cuda"; }
+
+const char* ToString(SpmvFormat format) {
+  switch (format) {
+    case SpmvFormat::kCsr:
+      return "csr";
+    case SpmvFormat::kBsr:
+      return "bsr";
+    case SpmvFormat::kRowLoop:
+      return "rowloop";
+  }
+  return "?";
+}
+
+BackendChoice ParseBackendChoice(const std::string& name) {
+  if (name == "cpu") return BackendChoice::kCpu;
+  if (name == "cuda") return BackendChoice::kCuda;
+  if (name == "auto") return BackendChoice::kAuto;
+  throw Error("unknown backend '" + name + "' (valid: cpu, cuda, auto)");
+}
+
+SpmvFormat ParseSpmvFormat(const std::string& name) {
+  if (name == "csr") return SpmvFormat::kCsr;
+  if (name == "bsr") return SpmvFormat::kBsr;
+  if (name == "rowloop") return SpmvFormat::kRowLoop;
+  throw Error("unknown SpMV format '" + name + "' (valid: csr, bsr, rowloop)");
+}
+
+namespace {
+void CheckSameBackend(const Backend* self, const void* array_backend, const char* what) {
+  CONDSIM_CHECK(array_backend == self, what << " belongs to a different backend");
+}
+}  // namespace
+
+void Backend::Fill(Scalar value, Array<Scalar>* y) {
+  CheckSameBackend(this, y->backend(), "Fill: y");
+  if (y->size() > 0) DoFill(y->size(), value, y->data());
+}
+
+void Backend::Copy(const Array<Scalar>& x, Array<Scalar>* y) {
+  CheckSameBackend(this, x.backend(), "Copy: x");
+  CheckSameBackend(this, y->backend(), "Copy: y");
+  CONDSIM_CHECK(x.size() == y->size(), "Copy: sizes differ (" << x.size() << " vs " << y->size() << ")");
+  if (x.size() > 0 && x.data() != y->data())
+    CopyWithin(y->data(), x.data(), sizeof(Scalar) * std::size_t(x.size()));
+}
+
+void Backend::Axpby(Scalar a, const Array<Scalar>& x, Scalar b, Array<Scalar>* y) {
+  CheckSameBackend(this, x.backend(), "Axpby: x");
+  CheckSameBackend(this, y->backend(), "Axpby: y");
+  CONDSIM_CHECK(x.size() == y->size(), "Axpby: sizes differ (" << x.size() << " vs " << y->size() << ")");
+  if (x.size() > 0) DoAxpby(x.size(), a, x.data(), b, y->data());
+}
+
+void Backend::Multiply(const Array<Scalar>& x, const Array<Scalar>& y, Array<Scalar>* z) {
+  CheckSameBackend(this, x.backend(), "Multiply: x");
+  CheckSameBackend(this, y.backend(), "Multiply: y");
+  CheckSameBackend(this, z->backend(), "Multiply: z");
+  CONDSIM_CHECK(x.size() == y.size() && y.size() == z->size(),
+                "Multiply: sizes differ (" << x.size() << ", " << y.size() << ", " << z->size() << ")");
+  if (x.size() > 0) DoMultiply(x.size(), x.data(), y.data(), z->data());
+}
+
+Scalar Backend::Dot(const Array<Scalar>& x, const Array<Scalar>& y) {
+  CheckSameBackend(this, x.backend(), "Dot: x");
+  CheckSameBackend(this, y.backend(), "Dot: y");
+  CONDSIM_CHECK(x.size() == y.size(), "Dot: sizes differ (" << x.size() << " vs " << y.size() << ")");
+  return x.size() > 0 ? DoDot(x.size(), x.data(), y.data()) : Scalar(0);
+}
+
+Scalar Backend::Norm2(const Array<Scalar>& x) { return std::sqrt(Dot(x, x)); }
+
+Scalar Backend::MaxAbs(const Array<Scalar>& x) {
+  CheckSameBackend(this, x.backend(), "MaxAbs: x");
+  return x.size() > 0 ? DoMaxAbs(x.size(), x.data()) : Scalar(0);
+}
+
+void Backend::CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const {
+  CheckSameBackend(this, offsets.backend(), "segment offsets");
+  CONDSIM_CHECK(offsets.size() >= 1, "segment offsets must hold at least one entry");
+  CONDSIM_CHECK(out_size == offsets.size() - 1, "segmented reduction: output has "
+                                                    << out_size << " entries for "
+                                                    << offsets.size() - 1 << " segments");
+  // offsets are small (one per environment): validate a host copy
+  const std::vector<Index> host = offsets.ToHost();
+  CONDSIM_CHECK(host[0] == 0, "segment offsets must start at 0, got " << host[0]);
+  for (std::size_t s = 1; s < host.size(); ++s) {
+    CONDSIM_CHECK(host[s - 1] <= host[s], "segment offsets decrease at segment " << s - 1);
+  }
+  CONDSIM_CHECK(host.back() <= n, "segment offsets end at " << host.back()
+                                                            << " beyond the vector size " << n);
+}
+
+void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y,
+                           const Array<Index>& offsets, Array<Scalar>* out) {
+  CheckSameBackend(this, x.backend(), "SegmentedDot: x");
+  CheckSameBackend(this, y.backend(), "SegmentedDot: y");
+  CheckSameBackend(this, out->backend(), "SegmentedDot: out");
+  CONDSIM_CHECK(x.size() == y.size(), "SegmentedDot: sizes differ (" << x.size() << " vs " << y.size() << ")");
+  CheckSegments(offsets, x.size(), out->size());
+  if (out->size() > 0) DoSegmentedDot(out->size(), offsets.data(), x.data(), y.data(), out->data());
+}
+
+void Backend::SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets,
+                              Array<Scalar>* out) {
+  CheckSameBackend(this, x.backend(), "SegmentedMaxAbs: x");
+  CheckSameBackend(this, out->backend(), "SegmentedMaxAbs: out");
+  CheckSegments(offsets, x.size(), out->size());
+  if (out->size() > 0) DoSegmentedMaxAbs(out->size(), offsets.data(), x.data(), out->data());
+}
+
+DeviceBlockMatrix::DeviceBlockMatrix(Backend* backend, const BlockPattern& pattern)
+    : pattern_(pattern),
+      row_ptr_(backend, pattern.row_ptr),
+      col_idx_(backend, pattern.col_idx),
+      values_(backend, CheckedIndex(std::size_t(pattern.nnz()), "matrix: scalar entries")) {
+  pattern_.Validate();
+}
+
+void DeviceBlockMatrix::SetValues(const std::vector<Scalar>& host_values) {
+  CONDSIM_CHECK(host_values.size() == std::size_t(pattern_.nnz()),
+                "SetValues: got " << host_values.size() << " values, the pattern holds "
+                                  << pattern_.nnz());
+  mutable_values().CopyFromHost(host_values);
+}
+
+void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta,
+                                 Array<Scalar>* y) {
+  CONDSIM_CHECK(x.backend() == values_.backend() && y->backend() == values_.backend(),
+                "SpMV: x and y must live on the matrix's backend");
+  CONDSIM_CHECK(x.size() == pattern_.cols(),
+                "SpMV: x has " << x.size() << " entries, the matrix has " << pattern_.cols() << " columns");
+  CONDSIM_CHECK(y->size() == pattern_.rows(),
+                "SpMV: y has " << y->size() << " entries, the matrix has " << pattern_.rows() << " rows");
+  CONDSIM_CHECK(x.data() != y->data() || x.size() == 0, "SpMV: y may not alias x");
+  if (values_changed_) {
+    OnValuesChanged();
+    values_changed_ = false;
+  }
+  if (pattern_.rows() > 0) DoMultiply(alpha, x.data(), beta, y->data());
+}
+
+BackendSelection MakeBackend(BackendChoice choice, const BackendOptions& options) {
+  BackendSelection sel;
+  if (choice == BackendChoice::kCpu) {
+    sel.backend = MakeCpuBackend(options);
+    sel.reason = "cpu requested";
+    return sel;
+  }
+  const CudaProbe probe = ProbeCuda(options.cuda_device);
+  if (probe.usable) {
+    sel.backend = MakeCudaBackend(options);
+    sel.reason = std::string(choice == BackendChoice::kAuto ? "auto: " : "") + "CUDA device " +
+                 std::to_string(options.cuda_device) + " (" + probe.device_name + ") is usable";
+    return sel;
+  }
+  if (choice == BackendChoice::kCuda) {
+    throw Error("the cuda backend is not usable: " + probe.reason);
+  }
+  sel.backend = MakeCpuBackend(options);
+  sel.reason = "auto: cuda not usable (" + probe.reason + "), using cpu";
+  return sel;
+}
+
+}  // namespace condsim

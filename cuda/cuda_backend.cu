@@ -1,0 +1,391 @@
+// The CUDA backend: device memory, the shared functors through cuda::ParallelFor, CUB
+// reductions, and cuSPARSE SpMV (CSR or BSR) or condsim's own row-loop SpMV.
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
+#include <cusparse.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "condsim/build_info.h"
+#include "condsim/vector_ops.h"
+#include "cuda/cuda_backend.h"
+#include "cuda/parallel.cuh"
+
+#define CONDSIM_CUSPARSE_CHECK(expr)                                                       \
+  do {                                                                                    \
+    const cusparseStatus_t condsim_sp_status_ = (expr);                                   \
+    if (condsim_sp_status_ != CUSPARSE_STATUS_SUCCESS) {                                  \
+      throw ::condsim::Error(std::string("cuSPARSE error in ") + #expr + " at " + __FILE__ + \
+                             ":" + std::to_string(__LINE__) + ": " +                      \
+                             cusparseGetErrorString(condsim_sp_status_));                 \
+    }                                                                                     \
+  } while (0)
+
+namespace condsim {
+namespace {
+
+#if defined(CONDSIM_FLOAT) && CONDSIM_FLOAT
+constexpr cudaDataType kCudaScalar = CUDA_R_32F;
+#else
+constexpr cudaDataType kCudaScalar = CUDA_R_64F;
+#endif
+
+// ---- reduction terms (device functors over an element index)
+struct DotTerm {
+  const Scalar* x;
+  const Scalar* y;
+  CONDSIM_HD_INLINE Scalar operator()(Index i) const { return x[i] * y[i]; }
+};
+struct AbsTerm {
+  const Scalar* x;
+  CONDSIM_HD_INLINE Scalar operator()(Index i) const { return std::fabs(x[i]); }
+};
+struct SumOp {
+  CONDSIM_HD_INLINE Scalar operator()(Scalar a, Scalar b) const { return a + b; }
+};
+struct NanMaxOp {
+  CONDSIM_HD_INLINE Scalar operator()(Scalar a, Scalar b) const { return NanMax(a, b); }
+};
+
+// dst[k] = src[map[k]]: refreshes the scalar-CSR copy of BSR values
+struct GatherOp {
+  const Index* map;
+  const Scalar* src;
+  Scalar* dst;
+  CONDSIM_HD_INLINE void operator()(Index k) const { dst[k] = src[map[k]]; }
+};
+
+// writes a known value: proves that this binary's kernels run on the device
+struct ProbeOp {
+  int* out;
+  CONDSIM_HD_INLINE void operator()(Index) const { *out = 42; }
+};
+
+template <class Term>
+thrust::transform_iterator<Term, thrust::counting_iterator<Index>> TermIterator(Term term) {
+  return thrust::make_transform_iterator(thrust::counting_iterator<Index>(0), term);
+}
+
+std::string VersionString(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+class CudaBackend;
+
+class CudaBlockMatrix final : public DeviceBlockMatrix {
+ public:
+  CudaBlockMatrix(CudaBackend* backend, const BlockPattern& pattern, SpmvFormat format);
+  ~CudaBlockMatrix() override;
+
+ protected:
+  void OnValuesChanged() override;
+  void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) override;
+
+ private:
+  CudaBackend* cuda_;
+  SpmvFormat format_;
+  cusparseSpMatDescr_t descr_ = nullptr;
+  // scalar CSR expansion (format kCsr only)
+  Array<Index> csr_row_ptr_;
+  Array<Index> csr_col_;
+  Array<Index> csr_from_bsr_;
+  Array<Scalar> csr_values_;
+  void* spmv_buffer_ = nullptr;
+  std::size_t spmv_buffer_bytes_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const BackendOptions& options)
+      : device_(options.cuda_device), format_(options.spmv_format) {
+    CONDSIM_CUDA_CHECK(cudaSetDevice(device_));
+    cudaDeviceProp prop{};
+    CONDSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    name_ = prop.name;
+    CONDSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CONDSIM_CUSPARSE_CHECK(cusparseCreate(&sparse_));
+    CONDSIM_CUSPARSE_CHECK(cusparseSetStream(sparse_, stream_));
+    CONDSIM_CUDA_CHECK(cudaMalloc(&result_, 2 * sizeof(Scalar)));
+  }
+  ~CudaBackend() override {
+    cudaFree(scratch_);
+    cudaFree(result_);
+    cusparseDestroy(sparse_);
+    cudaStreamDestroy(stream_);
+  }
+
+  BackendKind kind() const override { return BackendKind::kCuda; }
+  std::string Describe() const override {
+    return "cuda (device " + std::to_string(device_) + ": " + name_ + ", SpMV " +
+           ToString(format_) + ")";
+  }
+
+  void* Allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw Error("cuda backend: cudaMalloc of " + std::to_string(bytes) +
+                  " bytes failed: " + cudaGetErrorString(err));
+    }
+    return p;
+  }
+  void Free(void* ptr) noexcept override {
+    // pending work may still read the buffer
+    cudaStreamSynchronize(stream_);
+    cudaFree(ptr);
+  }
+  void CopyFromHost(void* dst, const void* src, std::size_t bytes) override {
+    CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void CopyToHost(void* dst, const void* src, std::size_t bytes) override {
+    CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void CopyWithin(void* dst, const void* src, std::size_t bytes) override {
+    CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void Synchronize() override { CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) override {
+    return std::make_unique<CudaBlockMatrix>(this, pattern, format_);
+  }
+
+  cudaStream_t stream() const { return stream_; }
+  cusparseHandle_t sparse() const { return sparse_; }
+
+ protected:
+  void DoFill(Index n, Scalar value, Scalar* y) override {
+    cuda::ParallelFor(n, FillOp{value, y}, stream_);
+  }
+  void DoAxpby(Index n, Scalar a, const Scalar* x, Scalar b, Scalar* y) override {
+    cuda::ParallelFor(n, AxpbyOp{a, x, b, y}, stream_);
+  }
+  void DoMultiply(Index n, const Scalar* x, const Scalar* y, Scalar* z) override {
+    cuda::ParallelFor(n, MultiplyOp{x, y, z}, stream_);
+  }
+  Scalar DoDot(Index n, const Scalar* x, const Scalar* y) override {
+    return Reduce(n, TermIterator(DotTerm{x, y}), SumOp{}, Scalar(0));
+  }
+  Scalar DoMaxAbs(Index n, const Scalar* x) override {
+    return Reduce(n, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0));
+  }
+  void DoSegmentedDot(Index num_segments, const Index* offsets, const Scalar* x, const Scalar* y,
+                      Scalar* out) override {
+    SegmentedReduce(num_segments, offsets, TermIterator(DotTerm{x, y}), SumOp{}, Scalar(0), out);
+  }
+  void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
+                         Scalar* out) override {
+    SegmentedReduce(num_segments, offsets, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0), out);
+  }
+
+ private:
+  void* Scratch(std::size_t bytes) {
+    if (bytes > scratch_bytes_) {
+      CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      cudaFree(scratch_);
+      scratch_ = nullptr;
+      CONDSIM_CUDA_CHECK(cudaMalloc(&scratch_, bytes));
+      scratch_bytes_ = bytes;
+    }
+    return scratch_;
+  }
+
+  // CUB device-wide reduction (no atomics: run-to-run deterministic on one device)
+  template <class It, class Op>
+  Scalar Reduce(Index n, It in, Op op, Scalar init) {
+    std::size_t bytes = 0;
+    CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, in, result_, n, op, init, stream_));
+    void* tmp = Scratch(bytes);
+    CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(tmp, bytes, in, result_, n, op, init, stream_));
+    Scalar host = 0;
+    CopyToHost(&host, result_, sizeof(Scalar));
+    return host;
+  }
+
+  template <class It, class Op>
+  void SegmentedReduce(Index num_segments, const Index* offsets, It in, Op op, Scalar init,
+                       Scalar* out) {
+    std::size_t bytes = 0;
+    CONDSIM_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(nullptr, bytes, in, out, num_segments,
+                                                          offsets, offsets + 1, op, init, stream_));
+    void* tmp = Scratch(bytes);
+    CONDSIM_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(tmp, bytes, in, out, num_segments,
+                                                          offsets, offsets + 1, op, init, stream_));
+  }
+
+  int device_;
+  SpmvFormat format_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cusparseHandle_t sparse_ = nullptr;
+  Scalar* result_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+};
+
+CudaBlockMatrix::CudaBlockMatrix(CudaBackend* backend, const BlockPattern& pattern,
+                                 SpmvFormat format)
+    : DeviceBlockMatrix(backend, pattern), cuda_(backend), format_(format) {
+  const Index bd = pattern.block_dim;
+  if (format_ == SpmvFormat::kCsr) {
+    // scalar CSR: row (r, i) lists block k's row i for each block k of block row r
+    const std::int64_t nnz = pattern.nnz();
+    CONDSIM_CHECK(nnz <= INT32_MAX, "SpMV format csr: " << nnz
+                                        << " scalar entries exceed the 32-bit index range; use bsr");
+    std::vector<Index> row_ptr(std::size_t(pattern.rows()) + 1, 0), col, map;
+    col.reserve(std::size_t(nnz));
+    map.reserve(std::size_t(nnz));
+    for (Index r = 0; r < pattern.block_rows; ++r) {
+      for (Index i = 0; i < bd; ++i) {
+        for (Index k = pattern.row_ptr[r]; k < pattern.row_ptr[r + 1]; ++k) {
+          for (Index j = 0; j < bd; ++j) {
+            col.push_back(pattern.col_idx[k] * bd + j);
+            map.push_back(k * bd * bd + i * bd + j);
+          }
+        }
+        row_ptr[std::size_t(r) * bd + i + 1] = static_cast<Index>(col.size());
+      }
+    }
+    csr_row_ptr_ = Array<Index>(backend, row_ptr);
+    csr_col_ = Array<Index>(backend, col);
+    csr_from_bsr_ = Array<Index>(backend, map);
+    csr_values_ = Array<Scalar>(backend, static_cast<Index>(nnz));
+    CONDSIM_CUSPARSE_CHECK(cusparseCreateCsr(
+        &descr_, pattern.rows(), pattern.cols(), nnz, csr_row_ptr_.data(), csr_col_.data(),
+        csr_values_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+        kCudaScalar));
+  } else if (format_ == SpmvFormat::kBsr) {
+    CONDSIM_CUSPARSE_CHECK(cusparseCreateBsr(
+        &descr_, pattern.block_rows, pattern.block_cols, pattern.nnz_blocks(), bd, bd,
+        row_ptr_.data(), col_idx_.data(), values_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+        CUSPARSE_INDEX_BASE_ZERO, kCudaScalar, CUSPARSE_ORDER_ROW));
+  }
+}
+
+CudaBlockMatrix::~CudaBlockMatrix() {
+  cudaStreamSynchronize(cuda_->stream());
+  if (descr_ != nullptr) cusparseDestroySpMat(descr_);
+  cudaFree(spmv_buffer_);
+}
+
+void CudaBlockMatrix::OnValuesChanged() {
+  if (format_ == SpmvFormat::kCsr) {
+    cuda::ParallelFor(csr_values_.size(),
+                      GatherOp{csr_from_bsr_.data(), values_.data(), csr_values_.data()},
+                      cuda_->stream());
+  }
+}
+
+void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) {
+  if (format_ == SpmvFormat::kRowLoop) {
+    cuda::ParallelFor(pattern_.block_rows,
+                      BsrRowSpmvOp{pattern_.block_dim, row_ptr_.data(), col_idx_.data(),
+                                   values_.data(), alpha, x, beta, y},
+                      cuda_->stream());
+    return;
+  }
+  // beta == 0 must not read y (it may hold NaN): clear it, so cuSPARSE's beta*y is 0
+  if (beta == Scalar(0)) {
+    CONDSIM_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(Scalar) * std::size_t(pattern_.rows()),
+                                       cuda_->stream()));
+  }
+  cusparseDnVecDescr_t vx = nullptr, vy = nullptr;
+  CONDSIM_CUSPARSE_CHECK(cusparseCreateDnVec(&vx, pattern_.cols(), const_cast<Scalar*>(x), kCudaScalar));
+  CONDSIM_CUSPARSE_CHECK(cusparseCreateDnVec(&vy, pattern_.rows(), y, kCudaScalar));
+  // CSR_ALG2 gives bitwise run-to-run identical results (cuSPARSE documentation)
+  const cusparseSpMVAlg_t alg =
+      format_ == SpmvFormat::kCsr ? CUSPARSE_SPMV_CSR_ALG2 : CUSPARSE_SPMV_BSR_ALG1;
+  std::size_t bytes = 0;
+  CONDSIM_CUSPARSE_CHECK(cusparseSpMV_bufferSize(cuda_->sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                                 &alpha, descr_, vx, &beta, vy, kCudaScalar, alg,
+                                                 &bytes));
+  if (bytes > spmv_buffer_bytes_) {
+    CONDSIM_CUDA_CHECK(cudaStreamSynchronize(cuda_->stream()));
+    cudaFree(spmv_buffer_);
+    spmv_buffer_ = nullptr;
+    CONDSIM_CUDA_CHECK(cudaMalloc(&spmv_buffer_, bytes));
+    spmv_buffer_bytes_ = bytes;
+  }
+  CONDSIM_CUSPARSE_CHECK(cusparseSpMV(cuda_->sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                                      descr_, vx, &beta, vy, kCudaScalar, alg, spmv_buffer_));
+  cusparseDestroyDnVec(vx);
+  cusparseDestroyDnVec(vy);
+}
+
+}  // namespace
+
+CudaProbe ProbeCuda(int device) {
+  CudaProbe probe;
+  probe.compiled = true;
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  probe.runtime_version = VersionString(runtime);
+  probe.driver_version = driver > 0 ? VersionString(driver) : "none";
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    probe.reason = std::string("no usable CUDA driver/device: cudaGetDeviceCount returned ") +
+                   cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
+    return probe;
+  }
+  probe.device_count = count;
+  if (count == 0) {
+    probe.reason = "no CUDA device present";
+    return probe;
+  }
+  if (device < 0 || device >= count) {
+    probe.reason = "device " + std::to_string(device) + " requested, but only " +
+                   std::to_string(count) + " CUDA device(s) present";
+    return probe;
+  }
+  cudaDeviceProp prop{};
+  err = cudaGetDeviceProperties(&prop, device);
+  if (err != cudaSuccess) {
+    probe.reason = std::string("cudaGetDeviceProperties failed: ") + cudaGetErrorString(err);
+    return probe;
+  }
+  probe.device_name = prop.name;
+  probe.total_memory = prop.totalGlobalMem;
+  probe.compute_major = prop.major;
+  probe.compute_minor = prop.minor;
+  // run one kernel: fails with "no kernel image" when the device's architecture was not built
+  try {
+    CONDSIM_CUDA_CHECK(cudaSetDevice(device));
+    cuda::DeviceBuffer<int> flag(1);
+    CONDSIM_CUDA_CHECK(cudaMemset(flag.get(), 0, sizeof(int)));
+    cuda::ParallelFor(1, ProbeOp{flag.get()});
+    int host = 0;
+    CONDSIM_CUDA_CHECK(cudaMemcpy(&host, flag.get(), sizeof(int), cudaMemcpyDeviceToHost));
+    if (host != 42) {
+      probe.reason = "a test kernel did not run on " + probe.device_name;
+      return probe;
+    }
+  } catch (const Error& e) {
+    cudaGetLastError();
+    probe.reason = std::string("kernels of this build (architectures " +
+                               std::string(CONDSIM_CUDA_ARCHITECTURES) + ") fail on " +
+                               probe.device_name + " (sm_" + std::to_string(prop.major) +
+                               std::to_string(prop.minor) + "): ") +
+                   e.what();
+    return probe;
+  }
+  probe.usable = true;
+  return probe;
+}
+
+std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options) {
+  const CudaProbe probe = ProbeCuda(options.cuda_device);
+  if (!probe.usable) throw Error("the cuda backend is not usable: " + probe.reason);
+  return std::make_unique<CudaBackend>(options);
+}
+
+}  // namespace condsim

@@ -1,0 +1,16 @@
+// Stand-ins for a build without the CUDA backend (CONDSIM_CUDA=OFF or no nvcc found).
+#include "cuda/cuda_backend.h"
+
+namespace condsim {
+
+CudaProbe ProbeCuda(int /*device*/) {
+  CudaProbe probe;
+  probe.reason = "this binary was built without the CUDA backend (CONDSIM_CUDA=OFF or nvcc not found)";
+  return probe;
+}
+
+std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& /*options*/) {
+  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
+}
+
+}  // namespace condsim

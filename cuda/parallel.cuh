@@ -1,0 +1,61 @@
+// CUDA execution: error checks and ParallelFor, the generic kernel launcher that runs the same
+// CONDSIM_HD functors as cpu::ParallelFor. Include only from .cu files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "condsim/core.h"
+#include "condsim/error.h"
+
+// throws condsim::Error naming the CUDA call, its error and the source location
+#define CONDSIM_CUDA_CHECK(expr)                                                              \
+  do {                                                                                       \
+    const cudaError_t condsim_cuda_err_ = (expr);                                            \
+    if (condsim_cuda_err_ != cudaSuccess) {                                                  \
+      throw ::condsim::Error(std::string("CUDA error in ") + #expr + " at " + __FILE__ + ":" + \
+                             std::to_string(__LINE__) + ": " +                               \
+                             cudaGetErrorName(condsim_cuda_err_) + " (" +                    \
+                             cudaGetErrorString(condsim_cuda_err_) + ")");                   \
+    }                                                                                        \
+  } while (0)
+
+namespace condsim::cuda {
+
+constexpr int kThreadsPerBlock = 256;
+
+template <class F>
+__global__ void ParallelForKernel(Index n, F f) {
+  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f(i);
+}
+
+// runs f(i) for i in [0, n) on the GPU, one thread per index, queued on `stream`
+template <class F>
+void ParallelFor(Index n, const F& f, cudaStream_t stream = nullptr) {
+  if (n <= 0) return;
+  const unsigned blocks = static_cast<unsigned>((std::int64_t(n) + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  ParallelForKernel<<<blocks, kThreadsPerBlock, 0, stream>>>(n, f);
+  CONDSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+// a device buffer for tests and scratch space, freed on destruction
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : n_(n) {
+    if (n_ > 0) CONDSIM_CUDA_CHECK(cudaMalloc(&ptr_, n_ * sizeof(T)));
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return ptr_; }
+  std::size_t size() const { return n_; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+}  // namespace condsim::cuda

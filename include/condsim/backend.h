@@ -1,0 +1,213 @@
+// The backend interface: memory, vector primitives, reductions and block-sparse SpMV, with a
+// CPU/OpenMP implementation (cpu/) and a CUDA implementation (cuda/). Calls are coarse-grained;
+// arrays live on the backend, so no host<->device copy happens unless asked for.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "condsim/block_sparse.h"
+#include "condsim/core.h"
+#include "condsim/error.h"
+
+namespace condsim {
+
+enum class BackendKind { kCpu, kCuda };
+// what a user asks for: a backend, or auto = CUDA when a usable device exists, else CPU
+enum class BackendChoice { kCpu, kCuda, kAuto };
+// how the CUDA backend multiplies block-sparse matrices (the CPU backend always uses kRowLoop):
+// kCsr = cuSPARSE SpMV on the scalar CSR expansion, kBsr = cuSPARSE SpMV on BSR blocks,
+// kRowLoop = condsim's own BsrRowSpmvOp, one thread per block row (same arithmetic as the CPU)
+enum class SpmvFormat { kCsr, kBsr, kRowLoop };
+
+const char* ToString(BackendKind kind);
+const char* ToString(SpmvFormat format);
+// parses "cpu" | "cuda" | "auto"; throws condsim::Error naming the valid values
+BackendChoice ParseBackendChoice(const std::string& name);
+// parses "csr" | "bsr" | "rowloop"
+SpmvFormat ParseSpmvFormat(const std::string& name);
+
+struct BackendOptions {
+  int cpu_threads = 0;                     // 0 = OpenMP's default (OMP_NUM_THREADS or all cores)
+  int cuda_device = 0;                     // CUDA device ordinal
+  SpmvFormat spmv_format = SpmvFormat::kCsr;  // CUDA SpMV path (see docs/performance.md)
+};
+
+// what is known about the CUDA backend in this process
+struct CudaProbe {
+  bool compiled = false;  // the CUDA backend was built into this binary
+  bool usable = false;    // a device is present, and this binary's kernels run on it
+  std::string reason;     // why not usable (empty when usable)
+  std::string device_name;
+  std::size_t total_memory = 0;  // bytes
+  int compute_major = 0;
+  int compute_minor = 0;
+  int device_count = 0;
+  std::string runtime_version;
+  std::string driver_version;
+};
+CudaProbe ProbeCuda(int device = 0);
+
+template <class T>
+class Array;
+class DeviceBlockMatrix;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  virtual BackendKind kind() const = 0;
+  // one line: the backend, its device/threads
+  virtual std::string Describe() const = 0;
+
+  // ---- raw memory (pointers are only dereferenceable by this backend's code)
+  virtual void* Allocate(std::size_t bytes) = 0;
+  virtual void Free(void* ptr) noexcept = 0;
+  virtual void CopyFromHost(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void CopyToHost(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void CopyWithin(void* dst, const void* src, std::size_t bytes) = 0;
+  // waits for all queued work (a no-op on the CPU)
+  virtual void Synchronize() = 0;
+
+  // ---- vector primitives; sizes are checked, and outputs never alias inputs unless stated
+  void Fill(Scalar value, Array<Scalar>* y);
+  void Copy(const Array<Scalar>& x, Array<Scalar>* y);
+  // y = a x + b y (y may not alias x); y is not read when b == 0
+  void Axpby(Scalar a, const Array<Scalar>& x, Scalar b, Array<Scalar>* y);
+  // z = x .* y element-wise (z may alias x or y)
+  void Multiply(const Array<Scalar>& x, const Array<Scalar>& y, Array<Scalar>* z);
+
+  // ---- reductions, deterministic: a fixed order that depends on neither thread count nor
+  // timing. MaxAbs propagates NaN.
+  Scalar Dot(const Array<Scalar>& x, const Array<Scalar>& y);
+  Scalar Norm2(const Array<Scalar>& x);
+  Scalar MaxAbs(const Array<Scalar>& x);
+  // per segment s = [offsets[s], offsets[s+1]) (e.g. one environment's DOFs): out[s] = x_s . y_s
+  void SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const Array<Index>& offsets,
+                    Array<Scalar>* out);
+  // out[s] = max |x_s| (0 for an empty segment, NaN when the segment holds a NaN)
+  void SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets, Array<Scalar>* out);
+
+  // ---- block-sparse matrices with a fixed pattern and refreshable values
+  virtual std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) = 0;
+
+ protected:
+  Backend() = default;
+  virtual void DoFill(Index n, Scalar value, Scalar* y) = 0;
+  virtual void DoAxpby(Index n, Scalar a, const Scalar* x, Scalar b, Scalar* y) = 0;
+  virtual void DoMultiply(Index n, const Scalar* x, const Scalar* y, Scalar* z) = 0;
+  virtual Scalar DoDot(Index n, const Scalar* x, const Scalar* y) = 0;
+  virtual Scalar DoMaxAbs(Index n, const Scalar* x) = 0;
+  // offsets already checked: nondecreasing, offsets[0] = 0, offsets[last] <= n
+  virtual void DoSegmentedDot(Index num_segments, const Index* offsets, const Scalar* x,
+                              const Scalar* y, Scalar* out) = 0;
+  virtual void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
+                                 Scalar* out) = 0;
+
+ private:
+  void CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const;
+};
+
+// a typed array owned by a backend (device memory for CUDA); move-only
+template <class T>
+class Array {
+ public:
+  Array() = default;
+  Array(Backend* backend, Index n) : backend_(backend), size_(n) {
+    CONDSIM_CHECK(n >= 0, "array size must be non-negative, got " << n);
+    if (n > 0) data_ = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(n)));
+  }
+  Array(Backend* backend, const std::vector<T>& host)
+      : Array(backend, CheckedIndex(host.size(), "array size")) {
+    CopyFromHost(host);
+  }
+  ~Array() { Release(); }
+  Array(Array&& other) noexcept { *this = std::move(other); }
+  Array& operator=(Array&& other) noexcept {
+    if (this != &other) {
+      Release();
+      backend_ = std::exchange(other.backend_, nullptr);
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  Array(const Array&) = delete;
+  Array& operator=(const Array&) = delete;
+
+  Index size() const { return size_; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  Backend* backend() const { return backend_; }
+
+  void CopyFromHost(const std::vector<T>& host) {
+    CONDSIM_CHECK(host.size() == std::size_t(size_),
+                  "host vector has " << host.size() << " entries, array has " << size_);
+    if (size_ > 0) backend_->CopyFromHost(data_, host.data(), sizeof(T) * std::size_t(size_));
+  }
+  std::vector<T> ToHost() const {
+    std::vector<T> host(static_cast<std::size_t>(size_));
+    if (size_ > 0) backend_->CopyToHost(host.data(), data_, sizeof(T) * std::size_t(size_));
+    return host;
+  }
+
+ private:
+  void Release() noexcept {
+    if (data_ != nullptr) backend_->Free(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  Backend* backend_ = nullptr;
+  T* data_ = nullptr;
+  Index size_ = 0;
+};
+
+// a block-sparse matrix on a backend: pattern fixed at creation, values refreshed in place
+class DeviceBlockMatrix {
+ public:
+  virtual ~DeviceBlockMatrix() = default;
+
+  const BlockPattern& pattern() const { return pattern_; }
+  // block values on the backend: pattern order, each block row-major
+  const Array<Scalar>& values() const { return values_; }
+  // for writing values in place (e.g. by an assembly kernel); marks them changed
+  Array<Scalar>& mutable_values() {
+    values_changed_ = true;
+    return values_;
+  }
+  void SetValues(const std::vector<Scalar>& host_values);
+  // y = alpha A x + beta y; y is not read when beta == 0; y may not alias x
+  void Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y);
+  const Array<Index>& row_ptr() const { return row_ptr_; }
+  const Array<Index>& col_idx() const { return col_idx_; }
+
+ protected:
+  DeviceBlockMatrix(Backend* backend, const BlockPattern& pattern);
+  // values_ changed since the last product (e.g. regather a CSR copy)
+  virtual void OnValuesChanged() {}
+  virtual void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) = 0;
+
+  BlockPattern pattern_;
+  Array<Index> row_ptr_;
+  Array<Index> col_idx_;
+  Array<Scalar> values_;
+
+ private:
+  bool values_changed_ = true;
+};
+
+// a backend with the reason it was chosen (e.g. "auto: no CUDA device (…), using cpu")
+struct BackendSelection {
+  std::unique_ptr<Backend> backend;
+  std::string reason;
+};
+// throws condsim::Error when the requested backend cannot be used, with the reason
+BackendSelection MakeBackend(BackendChoice choice, const BackendOptions& options = {});
+
+}  // namespace condsim

@@ -1,0 +1,28 @@
+// Basic types shared by host and device code: the CONDSIM_HD macro, Scalar, Index.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+// functions callable from host code and from CUDA kernels alike
+#if defined(__CUDACC__)
+#define CONDSIM_HD __host__ __device__
+#define CONDSIM_HD_INLINE __host__ __device__ __forceinline__
+#else
+#define CONDSIM_HD
+#define CONDSIM_HD_INLINE inline
+#endif
+
+namespace condsim {
+
+// floating-point type of all physics and solver arrays (SI units throughout)
+#if defined(CONDSIM_FLOAT) && CONDSIM_FLOAT
+using Scalar = float;
+#else
+using Scalar = double;
+#endif
+
+// 32-bit index of rows, blocks, nodes and contacts; sizes are checked where arrays are built
+using Index = std::int32_t;
+
+}  // namespace condsim

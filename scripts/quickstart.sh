@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# condsim quick start: installs the Debian 12 packages that are missing (as root, idempotent),
+# configures and builds into ./build, then
+#   quickstart.sh run [args]   runs the default scene (condsim run [args])
+#   quickstart.sh test         runs the whole test suite (ctest)
+# Environment: BUILD_DIR (default build), JOBS (default 2), CONDSIM_CMAKE_ARGS (extra cmake args).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-run}
+[ $# -gt 0 ] && shift
+case "$mode" in run|test) ;; *) echo "usage: $0 run|test [condsim run args]" >&2; exit 2 ;; esac
+
+# required: compiler, cmake, ninja, Eigen, nlohmann-json, GoogleTest; optional but installed
+# when available: HDF5 (output), TetGen (surface meshes)
+packages="g++ cmake ninja-build pkg-config libeigen3-dev nlohmann-json3-dev libgtest-dev libhdf5-dev libtet1.5-dev"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "quickstart: missing packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
+    exit 1
+  fi
+  echo "quickstart: installing$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# nvcc in the default CUDA location is used when it is not on PATH (CONDSIM_CUDA=AUTO)
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+build=${BUILD_DIR:-build}
+mkdir -p "$build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CONDSIM_CMAKE_ARGS:-} >"$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
+grep -- "-- condsim:" "$build/configure.log" || true
+cmake --build "$build" -j"${JOBS:-2}"
+
+if [ "$mode" = run ]; then
+  "$build/condsim" run "$@"
+else
+  cd "$build" && ctest --output-on-failure -j"${JOBS:-2}"
+fi
