@@ -41,5 +41,9 @@ cmake --build "$build" -j"${JOBS:-2}"
 if [ "$mode" = run ]; then
   "$build/condsim" run "$@"
 else
-  cd "$build" && ctest --output-on-failure -j"${JOBS:-2}"
+  cd "$build"
+  # ctest lists skipped tests without the reason they gave: show it first, from the cuda label
+  ctest -L cuda -V 2>/dev/null | grep -A1 -E ": Skipped$" | grep -vE "Skipped$|^--$" \
+    | sed -E 's/^[0-9]+: /skip reason: /' | sort | uniq -c || true
+  ctest --output-on-failure -j"${JOBS:-2}"
 fi

@@ -24,9 +24,24 @@ void ExpectClose(const std::vector<Scalar>& cuda, const std::vector<Scalar>& cpu
   EXPECT_LE(test::RelativeError(cuda, cpu), kParityTol) << what;
 }
 
-void ExpectClose(Scalar cuda, Scalar cpu, const char* what) {
-  EXPECT_LE(std::fabs(cuda - cpu), kParityTol * std::max<Scalar>(std::fabs(cpu), 1e-300)) << what;
+// scalar results: relative to `scale`, the sum of |terms| for dot products (a sum's natural
+// error scale: the result itself may be near zero by cancellation)
+void ExpectClose(Scalar cuda, Scalar cpu, double scale, const char* what) {
+  EXPECT_LE(std::fabs(cuda - cpu), kParityTol * std::max(scale, 1e-300)) << what;
 }
+
+double SumAbsProducts(const test::PrimitiveInputs& in, Index begin, Index end) {
+  double s = 0;
+  for (Index i = begin; i < end; ++i) s += std::fabs(double(in.x[i]) * double(in.y[i]));
+  return s;
+}
+
+}  // namespace
+
+// readable parameter names in test listings
+void PrintTo(SpmvFormat format, std::ostream* out) { *out << ToString(format); }
+
+namespace {
 
 class BackendParity : public ::testing::TestWithParam<SpmvFormat> {};
 
@@ -52,10 +67,13 @@ TEST_P(BackendParity, CudaMatchesCpu) {
     ExpectClose(g.spmv, c.spmv, "spmv");
     ExpectClose(g.spmv_beta0, c.spmv_beta0, "spmv beta=0");
     ExpectClose(g.seg_max, c.seg_max, "segmented max");
-    ExpectClose(g.max_abs, c.max_abs, "max abs");
-    ExpectClose(g.dot, c.dot, "dot");
-    ExpectClose(g.norm, c.norm, "norm");
-    for (std::size_t s = 0; s < c.seg_dot.size(); ++s) ExpectClose(g.seg_dot[s], c.seg_dot[s], "segmented dot");
+    ExpectClose(g.max_abs, c.max_abs, std::fabs(c.max_abs), "max abs");
+    ExpectClose(g.dot, c.dot, SumAbsProducts(in, 0, Index(in.x.size())), "dot");
+    ExpectClose(g.norm, c.norm, c.norm, "norm");
+    for (std::size_t s = 0; s < c.seg_dot.size(); ++s) {
+      ExpectClose(g.seg_dot[s], c.seg_dot[s], SumAbsProducts(in, in.offsets[s], in.offsets[s + 1]),
+                  "segmented dot");
+    }
     // run-to-run determinism on the device: a second run is bitwise identical
     const test::PrimitiveResults g2 = test::RunPrimitives(*cuda, in);
     EXPECT_EQ(g.spmv, g2.spmv);
