@@ -52,6 +52,7 @@ class CpuBackend final : public Backend {
   void CopyToHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void CopyWithin(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
   void Synchronize() override {}
+  int cpu_threads() const override { return threads_; }
 
   std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) override {
     return std::make_unique<CpuBlockMatrix>(this, pattern, threads_);

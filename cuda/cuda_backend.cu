@@ -152,6 +152,7 @@ class CudaBackend final : public Backend {
     CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
   void Synchronize() override { CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void* cuda_stream() const override { return stream_; }
 
   std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) override {
     return std::make_unique<CudaBlockMatrix>(this, pattern, format_);

@@ -1,5 +1,6 @@
 // Stand-ins for a build without the CUDA backend (CONDSIM_CUDA=OFF or no nvcc found).
 #include "cuda/cuda_backend.h"
+#include "models/cond/cond_kernels.h"
 
 namespace condsim {
 
@@ -10,6 +11,10 @@ CudaProbe ProbeCuda(int /*device*/) {
 }
 
 std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& /*options*/) {
+  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
+}
+
+std::unique_ptr<CondKernels> MakeCudaCondKernels(void* /*stream*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 

@@ -1,0 +1,45 @@
+// Nodal contacts (paper Sec. III-A, eq. 13), structure of arrays. Contact m acts on node i
+// (S-contact: node vs the static world) or on nodes i and j (D-contact: Jc,m = [.. R .. -R ..]).
+// Jc is never formed: Jc v and Jc^T lambda are per-contact gathers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+
+namespace condsim {
+
+struct ContactSet {
+  std::vector<Index> node_i;
+  std::vector<Index> node_j;   // -1 for an S-contact
+  std::vector<Scalar> frame;   // 9 per contact: R_c,m row-major, world -> contact frame;
+                               // row 0 is the normal (pointing from j, or the world, into i)
+  std::vector<Scalar> phi;     // phi_n,m [m/s]: J_n v + phi >= 0 (gap / step, restitution)
+  std::vector<Scalar> mu1;     // friction along frame row 1
+  std::vector<Scalar> mu2;     // friction along frame row 2 (isotropic when mu1 == mu2)
+  std::vector<Index> env;      // environment of the contact
+
+  Index size() const { return static_cast<Index>(node_i.size()); }
+  // appends a contact; j = -1 for an S-contact
+  void Add(Index i, Index j, const Mat3& r, Scalar phi_n, Scalar mu_1, Scalar mu_2, Index env_id = 0);
+  Mat3 Frame(Index m) const;
+  // throws condsim::Error naming the contact and field: node range, i != j, both nodes in the
+  // contact's environment (node_env gives each node's environment), frame a rotation (to 1e-9),
+  // finite phi, 0 <= mu finite, and mu1 == mu2 when `isotropic_only`
+  void Validate(const std::vector<Index>& node_env, bool isotropic_only) const;
+};
+
+// contacts grouped so that no two contacts of one color share a node: the contacts of a color
+// are independent (Prop. 3 holds within it) and are solved in parallel. With one contact per
+// node there is one color and the solve is exactly the paper's Alg. 2.
+struct ContactColoring {
+  std::vector<Index> color_ptr{0};  // color c holds order[color_ptr[c] .. color_ptr[c+1])
+  std::vector<Index> order;         // contact indices, ascending within a color
+  Index num_colors() const { return static_cast<Index>(color_ptr.size()) - 1; }
+};
+// greedy coloring in contact order (deterministic)
+ContactColoring ColorContacts(const ContactSet& contacts, Index num_nodes);
+
+}  // namespace condsim

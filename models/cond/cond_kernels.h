@@ -1,0 +1,43 @@
+// The COND loop's device operations, one virtual call per launch over raw backend pointers.
+// Implemented once (cond_kernels_impl.h) as a template over the backend's executor and
+// instantiated by cpu/cond_cpu.cpp and cuda/cond_cuda.cu.
+#pragma once
+
+#include <memory>
+
+#include "condsim/backend.h"
+#include "models/cond/cond_ops.h"
+
+namespace condsim {
+
+class CondKernels {
+ public:
+  virtual ~CondKernels() = default;
+  virtual void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) = 0;
+  virtual void ApplyImpulses(const ContactView& c, const Index* order, Index begin, Index count,
+                             const Scalar* w, const Scalar* lambda, Scalar* u) = 0;
+  virtual void Sweep(const ContactView& c, const Index* order, Index begin, Index count,
+                     const Scalar* w, const unsigned char* env_active, Scalar omega,
+                     Projection projection, Scalar* lambda, Scalar* u) = 0;
+  virtual void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar relax,
+                         const Scalar* v, const Scalar* v_prev, Scalar* u) = 0;
+  virtual void Commit(Index n, const Index* node_env, const unsigned char* env_active,
+                      const Scalar* u, Scalar* v, Scalar* v_prev) = 0;
+  virtual void FrobeniusNodes(Index num_nodes, const Index* row_ptr, const Index* col_idx,
+                              const Scalar* values, Scalar* diag_sum, Scalar* row_norm2) = 0;
+  virtual void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
+                               const Scalar* diag_sum, const Scalar* row_norm2, Scalar* w) = 0;
+  virtual void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) = 0;
+};
+
+// per-backend instantiations (cpu/cond_cpu.cpp, cuda/cond_cuda.cu or cuda/cuda_unavailable.cpp)
+std::unique_ptr<CondKernels> MakeCpuCondKernels(int threads);
+std::unique_ptr<CondKernels> MakeCudaCondKernels(void* stream);
+
+// the kernels of the backend's kind, running on its threads / stream
+inline std::unique_ptr<CondKernels> MakeCondKernels(Backend& backend) {
+  return backend.kind() == BackendKind::kCpu ? MakeCpuCondKernels(backend.cpu_threads())
+                                             : MakeCudaCondKernels(backend.cuda_stream());
+}
+
+}  // namespace condsim

@@ -1,0 +1,50 @@
+// CondKernels for an executor with `template <class F> void For(Index n, const F& f) const`.
+// Included only by the backends' instantiation files.
+#pragma once
+
+#include "models/cond/cond_kernels.h"
+
+namespace condsim {
+
+template <class Exec>
+class CondKernelsImpl final : public CondKernels {
+ public:
+  explicit CondKernelsImpl(Exec exec) : exec_(exec) {}
+
+  void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) override {
+    exec_.For(n, FpiStepOp{v, w, r, u});
+  }
+  void ApplyImpulses(const ContactView& c, const Index* order, Index begin, Index count,
+                     const Scalar* w, const Scalar* lambda, Scalar* u) override {
+    exec_.For(count, ApplyImpulseOp{c, order, begin, w, lambda, u});
+  }
+  void Sweep(const ContactView& c, const Index* order, Index begin, Index count, const Scalar* w,
+             const unsigned char* env_active, Scalar omega, Projection projection, Scalar* lambda,
+             Scalar* u) override {
+    exec_.For(count, ContactSweepOp{c, order, begin, w, env_active, omega, projection, lambda, u});
+  }
+  void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar relax,
+                 const Scalar* v, const Scalar* v_prev, Scalar* u) override {
+    exec_.For(n, ChebyshevOp{node_env, nu_env, relax, v, v_prev, u});
+  }
+  void Commit(Index n, const Index* node_env, const unsigned char* env_active, const Scalar* u,
+              Scalar* v, Scalar* v_prev) override {
+    exec_.For(n, CommitOp{node_env, env_active, u, v, v_prev});
+  }
+  void FrobeniusNodes(Index num_nodes, const Index* row_ptr, const Index* col_idx,
+                      const Scalar* values, Scalar* diag_sum, Scalar* row_norm2) override {
+    exec_.For(num_nodes, FrobeniusNodeOp{row_ptr, col_idx, values, diag_sum, row_norm2});
+  }
+  void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
+                       const Scalar* diag_sum, const Scalar* row_norm2, Scalar* w) override {
+    exec_.For(num_groups, FrobeniusGroupOp{group_ptr, group_nodes, diag_sum, row_norm2, w});
+  }
+  void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) override {
+    exec_.For(n, EnvScalarToDofOp{node_env, alpha_env, w});
+  }
+
+ private:
+  Exec exec_;
+};
+
+}  // namespace condsim

@@ -1,0 +1,191 @@
+// Per-contact and per-node functors of the COND velocity fixed-point iteration (paper Alg. 1-3).
+// Both backends run exactly these. Vectors are per DOF, 3 DOFs per node (node k owns 3k..3k+2);
+// the step matrix W is a per-DOF diagonal, equal on the 3 DOFs of a node (Prop. 3).
+#pragma once
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+#include "models/cond/projection.h"
+
+namespace condsim {
+
+CONDSIM_HD_INLINE Vec3 LoadVec3(const Scalar* a, Index node) {
+  const Scalar* p = a + 3 * std::int64_t(node);
+  return Vec3(p[0], p[1], p[2]);
+}
+CONDSIM_HD_INLINE void AddVec3(Scalar* a, Index node, const Vec3& d) {
+  Scalar* p = a + 3 * std::int64_t(node);
+  p[0] += d[0];
+  p[1] += d[1];
+  p[2] += d[2];
+}
+CONDSIM_HD_INLINE Mat3 LoadFrame(const Scalar* frame, Index m) {
+  const Scalar* f = frame + 9 * std::int64_t(m);
+  return Mat3(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]);
+}
+
+// the contact arrays on the backend
+struct ContactView {
+  const Index* node_i;
+  const Index* node_j;
+  const Scalar* frame;
+  const Scalar* phi;
+  const Scalar* mu1;
+  const Scalar* mu2;
+  const Index* env;
+};
+
+// v* = v - W (A v - b) (eq. 20), given r = A v - b
+struct FpiStepOp {
+  const Scalar* v;
+  const Scalar* w;
+  const Scalar* r;
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index k) const { u[k] = v[k] - w[k] * r[k]; }
+};
+
+// u += W Jc^T lambda for the contacts order[begin .. begin+n) of one color (no two share a node,
+// so the writes never collide): node i gets +w_i R^T lambda, node j gets -w_j R^T lambda
+// (eq. 13, 24). With w == nullptr it adds Jc^T lambda itself (the contact forces of eq. 1).
+struct ApplyImpulseOp {
+  ContactView c;
+  const Index* order;
+  Index begin;
+  const Scalar* w;
+  const Scalar* lambda;
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index m = order[begin + k];
+    const Vec3 f = Transpose(LoadFrame(c.frame, m)) * LoadVec3(lambda, m);
+    const Index i = c.node_i[m], j = c.node_j[m];
+    AddVec3(u, i, (w != nullptr ? w[3 * std::int64_t(i)] : Scalar(1)) * f);
+    if (j >= 0) AddVec3(u, j, -(w != nullptr ? w[3 * std::int64_t(j)] : Scalar(1)) * f);
+  }
+};
+
+// one contact of one color: the closed-form solve of Alg. 2 on the surrogate problem (eq. 23),
+// written as a warm-started Gauss-Seidel update so that contacts sharing a node (different
+// colors) stay exact at the fixed point (docs/solver.md):
+//   eta = Jc,m u - gamma lambda_m      (Jc,m v* when the node carries only this contact)
+//   gamma = w_i (+ w_j)                (eq. 25), plus omega for the invertible model (Sec. III-E1)
+//   lambda* = -(eta + phi e_n) / (gamma + omega),  lambda = ProjectFC(lambda*)  (Alg. 2, eq. 26)
+//   u += W Jc,m^T (lambda - lambda_m)  (eq. 24)
+// Contacts of environments that already stopped keep their impulse.
+struct ContactSweepOp {
+  ContactView c;
+  const Index* order;
+  Index begin;
+  const Scalar* w;
+  const unsigned char* env_active;
+  Scalar omega;
+  Projection projection;
+  Scalar* lambda;
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index m = order[begin + k];
+    if (!env_active[c.env[m]]) return;
+    const Index i = c.node_i[m], j = c.node_j[m];
+    const Mat3 r = LoadFrame(c.frame, m);
+    const Scalar wi = w[3 * std::int64_t(i)];
+    const Scalar wj = j >= 0 ? w[3 * std::int64_t(j)] : Scalar(0);
+    const Scalar gamma = wi + wj;
+    const Vec3 old = LoadVec3(lambda, m);
+    const Vec3 rel = j >= 0 ? LoadVec3(u, i) - LoadVec3(u, j) : LoadVec3(u, i);
+    const Vec3 eta = r * rel - gamma * old;
+    const Vec3 lstar = (Scalar(-1) / (gamma + omega)) * (eta + Vec3(c.phi[m], 0, 0));
+    const Vec3 lnew = ProjectFrictionCone(projection, lstar, c.mu1[m], c.mu2[m]);
+    const Vec3 f = Transpose(r) * (lnew - old);
+    AddVec3(u, i, wi * f);
+    if (j >= 0) AddVec3(u, j, -wj * f);
+    Scalar* l = lambda + 3 * std::int64_t(m);
+    l[0] = lnew[0];
+    l[1] = lnew[1];
+    l[2] = lnew[2];
+  }
+};
+
+// Chebyshev semi-iteration (Alg. 3 line 8, eq. 38) with under-relaxation: per DOF,
+//   u <- nu (relax (u - v) + v - v_prev) + v_prev,  nu = nu_env[env of the node]
+struct ChebyshevOp {
+  const Index* node_env;
+  const Scalar* nu_env;
+  Scalar relax;
+  const Scalar* v;
+  const Scalar* v_prev;
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Scalar nu = nu_env[node_env[k / 3]];
+    if (nu == Scalar(1)) return;
+    u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
+  }
+};
+
+// accepts the iterate for environments still running: v_prev <- v, v <- u
+struct CommitOp {
+  const Index* node_env;
+  const unsigned char* env_active;
+  const Scalar* u;
+  Scalar* v;
+  Scalar* v_prev;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (!env_active[node_env[k / 3]]) return;
+    v_prev[k] = v[k];
+    v[k] = u[k];
+  }
+};
+
+// per node (one 3-row block row of A): sum of the 3 diagonal entries and of the 3 squared row
+// norms, the ingredients of the Frobenius-norm step size (Sec. IV-C1)
+struct FrobeniusNodeOp {
+  const Index* row_ptr;
+  const Index* col_idx;
+  const Scalar* values;
+  Scalar* diag_sum;
+  Scalar* row_norm2;
+  CONDSIM_HD_INLINE void operator()(Index node) const {
+    Scalar d = 0, s = 0;
+    for (Index k = row_ptr[node]; k < row_ptr[node + 1]; ++k) {
+      const Scalar* a = values + 9 * std::int64_t(k);
+      for (int e = 0; e < 9; ++e) s += a[e] * a[e];
+      if (col_idx[k] == node) d += a[0] + a[4] + a[8];
+    }
+    diag_sum[node] = d;
+    row_norm2[node] = s;
+  }
+};
+
+// W from the Frobenius-norm minimization (Sec. IV-C1): w = sum(diag) / sum(|row|^2) over the
+// node, or over all nodes of its group (nodes linked by D-contacts share one w, as the paper's
+// convergence proof requires); group g holds nodes group_nodes[group_ptr[g] .. group_ptr[g+1])
+struct FrobeniusGroupOp {
+  const Index* group_ptr;
+  const Index* group_nodes;
+  const Scalar* diag_sum;
+  const Scalar* row_norm2;
+  Scalar* w;
+  CONDSIM_HD_INLINE void operator()(Index g) const {
+    Scalar d = 0, s = 0;
+    for (Index k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
+      d += diag_sum[group_nodes[k]];
+      s += row_norm2[group_nodes[k]];
+    }
+    const Scalar value = d / s;
+    for (Index k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
+      Scalar* p = w + 3 * std::int64_t(group_nodes[k]);
+      p[0] = p[1] = p[2] = value;
+    }
+  }
+};
+
+// W = alpha_env I per environment (Barzilai-Borwein step, Sec. IV-C2); alpha <= 0 keeps W
+struct EnvScalarToDofOp {
+  const Index* node_env;
+  const Scalar* alpha_env;
+  Scalar* w;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Scalar alpha = alpha_env[node_env[k / 3]];
+    if (alpha > Scalar(0)) w[k] = alpha;
+  }
+};
+
+}  // namespace condsim

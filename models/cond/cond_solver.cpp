@@ -1,0 +1,332 @@
+// The COND velocity fixed-point iteration (Alg. 1 and 3), written once against the backend
+// primitives and the shared COND kernels.
+#include "models/cond/cond_solver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "condsim/error.h"
+#include "models/cond/cond_kernels.h"
+
+namespace condsim {
+
+const char* ToString(StepSize s) {
+  switch (s) {
+    case StepSize::kFrobenius:
+      return "frobenius";
+    case StepSize::kBB1:
+      return "bb1";
+    case StepSize::kBB2:
+      return "bb2";
+    case StepSize::kBBAlternate:
+      return "bb-alternate";
+  }
+  return "?";
+}
+
+StepSize ParseStepSize(const std::string& name) {
+  for (StepSize s : {StepSize::kFrobenius, StepSize::kBB1, StepSize::kBB2, StepSize::kBBAlternate})
+    if (name == ToString(s)) return s;
+  throw Error("unknown step size '" + name + "' (valid: frobenius, bb1, bb2, bb-alternate)");
+}
+
+Projection ParseProjection(const std::string& name) {
+  if (name == "strict") return Projection::kStrict;
+  if (name == "proximal") return Projection::kProximal;
+  throw Error("unknown projection '" + name + "' (valid: strict, proximal)");
+}
+
+void CondParams::Validate() const {
+  CONDSIM_CHECK(std::isfinite(theta_threshold) && theta_threshold > 0,
+                "CondParams.theta_threshold must be a positive number [m/s], got " << theta_threshold);
+  CONDSIM_CHECK(max_iterations >= 1, "CondParams.max_iterations must be >= 1, got " << max_iterations);
+  CONDSIM_CHECK(w_reuse_solves >= 1, "CondParams.w_reuse_solves must be >= 1, got " << w_reuse_solves);
+  CONDSIM_CHECK(chebyshev_start >= 2, "CondParams.chebyshev_start must be >= 2, got " << chebyshev_start);
+  CONDSIM_CHECK(chebyshev_relax > 0 && chebyshev_relax <= 1,
+                "CondParams.chebyshev_relax must be in (0, 1], got " << chebyshev_relax);
+  CONDSIM_CHECK(std::isfinite(omega) && omega >= 0, "CondParams.omega must be >= 0, got " << omega);
+}
+
+CondSolver::CondSolver(Backend* backend, const CondParams& params)
+    : backend_(backend), params_(params), kernels_(MakeCondKernels(*backend)) {
+  params_.Validate();
+}
+
+CondSolver::~CondSolver() = default;
+
+void CondSolver::set_params(const CondParams& p) {
+  p.Validate();
+  params_ = p;
+}
+
+void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
+  for (std::size_t k = 0; k < node_env.size(); ++k) {
+    CONDSIM_CHECK(node_env[k] >= 0, "node " << k << " has a negative environment " << node_env[k]);
+    CONDSIM_CHECK(k == 0 || node_env[k] >= node_env[k - 1],
+                  "node environments must be nondecreasing (contiguous environments), node " << k);
+  }
+  node_env_host_ = node_env;
+  nodes_ = 0;  // re-prepare
+  groups_dirty_ = true;
+}
+
+void CondSolver::SetContacts(const ContactSet& contacts) {
+  contacts_host_ = contacts;
+  Index max_node = -1;
+  for (Index i : contacts.node_i) max_node = std::max(max_node, i);
+  for (Index j : contacts.node_j) max_node = std::max(max_node, j);
+  CONDSIM_CHECK(contacts.node_i.size() == contacts.node_j.size() &&
+                    contacts.frame.size() == 9 * contacts.node_i.size(),
+                "contacts: arrays have inconsistent lengths");
+  const ContactColoring coloring = ColorContacts(contacts, max_node + 1);
+  color_ptr_ = coloring.color_ptr;
+  Backend* b = backend_;
+  ci_ = Array<Index>(b, contacts.node_i);
+  cj_ = Array<Index>(b, contacts.node_j);
+  cenv_ = Array<Index>(b, contacts.env);
+  order_ = Array<Index>(b, coloring.order);
+  frame_ = Array<Scalar>(b, contacts.frame);
+  phi_ = Array<Scalar>(b, contacts.phi);
+  mu1_ = Array<Scalar>(b, contacts.mu1);
+  mu2_ = Array<Scalar>(b, contacts.mu2);
+  lambda_ = Array<Scalar>(b, std::vector<Scalar>(contacts.frame.size() / 3, Scalar(0)));
+  groups_dirty_ = true;
+}
+
+void CondSolver::SetImpulses(const std::vector<Scalar>& lambda) {
+  CONDSIM_CHECK(lambda.size() == std::size_t(3) * contacts_host_.node_i.size(),
+                "SetImpulses: got " << lambda.size() << " values for " << contacts_host_.size()
+                                    << " contacts (3 each)");
+  for (std::size_t k = 0; k < lambda.size(); ++k) {
+    CONDSIM_CHECK(std::isfinite(lambda[k]), "SetImpulses: value " << k << " is not finite");
+  }
+  lambda_.CopyFromHost(lambda);
+}
+
+std::vector<Scalar> CondSolver::Impulses() const { return lambda_.ToHost(); }
+
+// sizes the per-node arrays for A, validates the contacts against the node environments
+void CondSolver::Prepare(DeviceBlockMatrix& a) {
+  const BlockPattern& p = a.pattern();
+  CONDSIM_CHECK(p.block_dim == 3 && p.block_rows == p.block_cols,
+                "COND needs a square matrix of 3x3 node blocks, got " << p.block_rows << " x "
+                                                                      << p.block_cols << " blocks of size " << p.block_dim);
+  const Index nodes = p.block_rows;
+  if (node_env_host_.empty()) node_env_host_.assign(std::size_t(nodes), 0);
+  CONDSIM_CHECK(node_env_host_.size() == std::size_t(nodes),
+                "node environments given for " << node_env_host_.size() << " nodes, the matrix has " << nodes);
+  if (nodes != nodes_) {
+    nodes_ = nodes;
+    Backend* b = backend_;
+    const Index n = 3 * nodes;
+    num_envs_ = nodes > 0 ? node_env_host_.back() + 1 : 1;
+    std::vector<Index> dof_offsets(std::size_t(num_envs_) + 1, 0);
+    for (Index e : node_env_host_) dof_offsets[std::size_t(e) + 1] += 3;
+    for (Index e = 0; e < num_envs_; ++e) dof_offsets[e + 1] += dof_offsets[e];
+    node_env_ = Array<Index>(b, node_env_host_);
+    dof_offsets_ = Array<Index>(b, dof_offsets);
+    for (Array<Scalar>* x : {&w_, &r_, &r_prev_, &u_, &v_prev_, &diff_}) *x = Array<Scalar>(b, n);
+    diag_sum_ = Array<Scalar>(b, nodes);
+    row_norm2_ = Array<Scalar>(b, nodes);
+    env_scalar_ = Array<Scalar>(b, num_envs_);
+    env_theta2_ = Array<Scalar>(b, num_envs_);
+    env_active_ = Array<unsigned char>(b, num_envs_);
+    w_matrix_ = nullptr;
+    groups_dirty_ = true;
+  }
+  if (groups_dirty_) {
+    contacts_host_.Validate(node_env_host_, params_.projection == Projection::kProximal);
+    // union-find over D-contacts: linked nodes share one Frobenius w (Sec. IV-C1)
+    std::vector<Index> parent(static_cast<std::size_t>(nodes_));
+    std::iota(parent.begin(), parent.end(), 0);
+    auto find = [&](Index x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    for (Index m = 0; m < contacts_host_.size(); ++m) {
+      const Index i = contacts_host_.node_i[m], j = contacts_host_.node_j[m];
+      if (j >= 0) {
+        const Index ri = find(i), rj = find(j);
+        if (ri != rj) parent[std::max(ri, rj)] = std::min(ri, rj);
+      }
+    }
+    // groups in order of their smallest node, nodes ascending within a group
+    std::vector<Index> group_of(std::size_t(nodes_), -1), count;
+    for (Index k = 0; k < nodes_; ++k) {
+      const Index root = find(k);
+      if (group_of[root] < 0) {
+        group_of[root] = static_cast<Index>(count.size());
+        count.push_back(0);
+      }
+      group_of[k] = group_of[root];
+      ++count[group_of[k]];
+    }
+    std::vector<Index> ptr(count.size() + 1, 0), members(static_cast<std::size_t>(nodes_));
+    for (std::size_t g = 0; g < count.size(); ++g) ptr[g + 1] = ptr[g] + count[g];
+    std::vector<Index> fill(ptr.begin(), ptr.end() - 1);
+    for (Index k = 0; k < nodes_; ++k) members[fill[group_of[k]]++] = k;
+    num_groups_ = static_cast<Index>(count.size());
+    group_ptr_ = Array<Index>(backend_, ptr);
+    group_nodes_ = Array<Index>(backend_, members);
+    groups_dirty_ = false;
+  }
+}
+
+void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
+  // A's per-node sums are reused for w_reuse_solves solves of the same matrix object
+  if (w_matrix_ != &a || solves_since_w_ >= params_.w_reuse_solves) {
+    kernels_->FrobeniusNodes(nodes_, a.row_ptr().data(), a.col_idx().data(), a.values().data(),
+                             diag_sum_.data(), row_norm2_.data());
+    w_matrix_ = &a;
+    solves_since_w_ = 0;
+  }
+  ++solves_since_w_;
+  kernels_->FrobeniusGroups(num_groups_, group_ptr_.data(), group_nodes_.data(), diag_sum_.data(),
+                            row_norm2_.data(), w_.data());
+}
+
+void CondSolver::AddContactForces(const Scalar* weights, const Array<Scalar>& lambda,
+                                  Array<Scalar>* out) {
+  const ContactView view{ci_.data(), cj_.data(), frame_.data(), phi_.data(), mu1_.data(), mu2_.data(), cenv_.data()};
+  for (std::size_t c = 0; c + 1 < color_ptr_.size(); ++c) {
+    kernels_->ApplyImpulses(view, order_.data(), color_ptr_[c], color_ptr_[c + 1] - color_ptr_[c],
+                            weights, lambda.data(), out->data());
+  }
+}
+
+CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  Prepare(a);
+  const Index n = 3 * nodes_;
+  CONDSIM_CHECK(b.size() == n && v->size() == n,
+                "COND: b has " << b.size() << " and v has " << v->size() << " entries, A has " << n << " rows");
+  Backend& be = *backend_;
+  ComputeStepMatrix(a);
+
+  const Index ne = num_envs_;
+  std::vector<unsigned char> active(std::size_t(ne), 1);
+  env_active_.CopyFromHost(active);
+  CondStats st;
+  st.num_contacts = contacts_host_.size();
+  st.num_colors = static_cast<Index>(color_ptr_.size()) - 1;
+  st.env_iterations.assign(std::size_t(ne), 0);
+  st.env_residual.assign(std::size_t(ne), 0.0);
+  const ContactView view{ci_.data(), cj_.data(), frame_.data(), phi_.data(), mu1_.data(), mu2_.data(), cenv_.data()};
+  const bool bb = params_.step_size != StepSize::kFrobenius;
+  std::vector<double> theta_prev(std::size_t(ne), 0), rho(std::size_t(ne), 1), nu(std::size_t(ne), 1);
+  std::vector<Scalar> host_scalar(static_cast<std::size_t>(ne));
+  be.Synchronize();
+  const auto t1 = Clock::now();
+  st.setup_seconds = std::chrono::duration<double>(t1 - t0).count();
+
+  int running = ne;
+  for (int l = 0; l < params_.max_iterations && running > 0; ++l) {
+    // r = A v - b
+    a.Multiply(1, *v, 0, &r_);
+    be.Axpby(-1, b, 1, &r_);
+    // Barzilai-Borwein step per environment from s = v^l - v^{l-1}, z = A s = r^l - r^{l-1}
+    if (bb && l >= 1) {
+      be.Copy(*v, &diff_);
+      be.Axpby(-1, v_prev_, 1, &diff_);  // s
+      be.Axpby(1, r_, -1, &r_prev_);     // z (r_prev_ <- r - r_prev)
+      be.SegmentedDot(diff_, diff_, dof_offsets_, &env_scalar_);
+      const std::vector<Scalar> ss = env_scalar_.ToHost();
+      be.SegmentedDot(diff_, r_prev_, dof_offsets_, &env_scalar_);
+      const std::vector<Scalar> sz = env_scalar_.ToHost();
+      be.SegmentedDot(r_prev_, r_prev_, dof_offsets_, &env_scalar_);
+      const std::vector<Scalar> zz = env_scalar_.ToHost();
+      const bool use_bb1 = params_.step_size == StepSize::kBB1 ||
+                           (params_.step_size == StepSize::kBBAlternate && l % 2 == 1);
+      for (Index e = 0; e < ne; ++e) {
+        // a non-positive value keeps the environment's current W (curvature estimate unusable)
+        const Scalar alpha = use_bb1 ? ss[e] / sz[e] : sz[e] / zz[e];
+        host_scalar[e] = (std::isfinite(alpha) && alpha > 0 && sz[e] > 0) ? alpha : Scalar(-1);
+      }
+      env_scalar_.CopyFromHost(host_scalar);
+      kernels_->EnvScalarToDof(n, node_env_.data(), env_scalar_.data(), w_.data());
+    }
+    if (bb) be.Copy(r_, &r_prev_);
+    // v* = v - W r (eq. 20); u = v* + W Jc^T lambda_prev, then the colored sweeps (Alg. 2, eq. 24)
+    kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
+    AddContactForces(w_.data(), lambda_, &u_);
+    for (std::size_t c = 0; c + 1 < color_ptr_.size(); ++c) {
+      kernels_->Sweep(view, order_.data(), color_ptr_[c], color_ptr_[c + 1] - color_ptr_[c],
+                      w_.data(), env_active_.data(), static_cast<Scalar>(params_.omega),
+                      params_.projection, lambda_.data(), u_.data());
+    }
+    // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration
+    if (params_.chebyshev && l >= params_.chebyshev_start) {
+      for (Index e = 0; e < ne; ++e) {
+        nu[e] = l == params_.chebyshev_start ? 2 / (2 - rho[e] * rho[e]) : 4 / (4 - rho[e] * rho[e] * nu[e]);
+        host_scalar[e] = static_cast<Scalar>(nu[e]);
+      }
+      env_scalar_.CopyFromHost(host_scalar);
+      kernels_->Chebyshev(n, node_env_.data(), env_scalar_.data(),
+                          static_cast<Scalar>(params_.chebyshev_relax), v->data(), v_prev_.data(), u_.data());
+    }
+    // theta_e = |v^{l+1} - v^l| per environment (Alg. 1 line 12)
+    be.Copy(u_, &diff_);
+    be.Axpby(-1, *v, 1, &diff_);
+    be.SegmentedDot(diff_, diff_, dof_offsets_, &env_theta2_);
+    const std::vector<Scalar> theta2 = env_theta2_.ToHost();
+    bool changed = false;
+    double worst = 0;
+    for (Index e = 0; e < ne; ++e) {
+      if (!active[e]) continue;
+      const double theta = std::sqrt(double(theta2[e]));
+      if (!std::isfinite(theta)) {
+        // divergence: this environment keeps its last finite iterate, the others go on
+        st.failed_envs.push_back(e);
+        active[e] = 0;
+        changed = true;
+        --running;
+        continue;
+      }
+      worst = std::max(worst, theta);
+      st.env_iterations[e] = l + 1;
+      st.env_residual[e] = theta;
+      rho[e] = theta_prev[e] > 0 ? std::min(theta / theta_prev[e], 1.0) : 1.0;  // eq. 39
+      theta_prev[e] = theta;
+    }
+    if (changed) env_active_.CopyFromHost(active);
+    kernels_->Commit(n, node_env_.data(), env_active_.data(), u_.data(), v->data(), v_prev_.data());
+    if (params_.record_history) st.history.push_back(worst);
+    // environments below theta_th stop (Alg. 1 line 13)
+    changed = false;
+    for (Index e = 0; e < ne; ++e) {
+      if (active[e] && st.env_residual[e] < params_.theta_threshold) {
+        active[e] = 0;
+        changed = true;
+        --running;
+      }
+    }
+    if (changed) env_active_.CopyFromHost(active);
+  }
+  be.Synchronize();
+  st.iterate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  st.converged = st.failed_envs.empty();
+  for (Index e = 0; e < ne; ++e) {
+    st.iterations = std::max(st.iterations, st.env_iterations[e]);
+    st.residual = std::max(st.residual, st.env_residual[e]);
+    if (!(st.env_residual[e] < params_.theta_threshold)) st.converged = false;
+  }
+  return st;
+}
+
+double CondSolver::ConsistencyResidual(DeviceBlockMatrix& a, const Array<Scalar>& b,
+                                       const Array<Scalar>& v) {
+  Prepare(a);
+  Backend& be = *backend_;
+  // r = A v - b - Jc^T lambda (eq. 1)
+  be.Fill(0, &diff_);
+  AddContactForces(nullptr, lambda_, &diff_);
+  a.Multiply(1, v, 0, &r_);
+  be.Axpby(-1, b, 1, &r_);
+  be.Axpby(-1, diff_, 1, &r_);
+  return double(be.Norm2(r_)) / std::max(double(be.Norm2(b)), 1e-300);
+}
+
+}  // namespace condsim

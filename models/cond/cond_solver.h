@@ -1,0 +1,114 @@
+// The COND solver (paper Sec. III-IV, Alg. 1-3): given an SPD A (3x3 node blocks), b and nodal
+// contacts, finds the mid-step velocity v and impulses lambda with A v = b + Jc^T lambda (eq. 1,
+// 15) and the Signorini-Coulomb conditions (eq. 11) by the velocity fixed-point iteration
+//   v* = v - W (A v - b)                    (eq. 20)
+//   lambda = ProjectFC(-(Gamma)^-1 (Jc v* + phi))   per contact, in closed form (Alg. 2, eq. 25-26)
+//   v <- v* + W Jc^T lambda                 (eq. 24)
+// with optional Chebyshev acceleration (Alg. 3). One implementation for every backend; batched
+// worlds stop per environment. docs/solver.md documents parameters and conventions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "condsim/backend.h"
+#include "condsim/contacts.h"
+#include "models/cond/projection.h"
+
+namespace condsim {
+
+class CondKernels;
+
+// how the diagonal step matrix W is chosen (Sec. IV-C)
+enum class StepSize {
+  kFrobenius,    // per node, minimizes |I - W A|_F (IV-C1); equal within D-contact groups
+  kBB1,          // Barzilai-Borwein alpha = s's / s'z per environment (IV-C2)
+  kBB2,          // alpha = s'z / z'z
+  kBBAlternate,  // BB1 and BB2 alternately
+};
+const char* ToString(StepSize s);
+StepSize ParseStepSize(const std::string& name);
+Projection ParseProjection(const std::string& name);
+
+struct CondParams {
+  Projection projection = Projection::kStrict;  // strict (exact eq. 11) or proximal (CCP)
+  StepSize step_size = StepSize::kFrobenius;
+  int w_reuse_solves = 1;          // Frobenius: recompute A's row sums every k solves (IV-C1 reuse)
+  double theta_threshold = 1e-6;   // theta_th [m/s]: stop an environment when |v^{l+1} - v^l| < it
+  int max_iterations = 1000;       // l_max
+  bool chebyshev = true;           // Alg. 3
+  int chebyshev_start = 10;        // l_s: plain iterations before acceleration starts (>= 2)
+  double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
+  double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
+  bool record_history = false;     // keep the residual of every iteration in CondStats
+  // throws condsim::Error naming the bad field
+  void Validate() const;
+};
+
+struct CondStats {
+  int iterations = 0;                 // iterations of the slowest environment
+  double residual = 0;                // largest final theta over environments [m/s]
+  bool converged = false;             // every environment reached theta_th
+  std::vector<int> env_iterations;
+  std::vector<double> env_residual;
+  std::vector<int> failed_envs;       // environments whose iterate became NaN/Inf (left at
+                                      // their last finite iterate; the others continue)
+  std::vector<double> history;        // max theta over running environments, per iteration
+  Index num_contacts = 0;
+  Index num_colors = 0;               // contact colors (1 when no node has two contacts)
+  double setup_seconds = 0;           // W and uploads
+  double iterate_seconds = 0;         // the fixed-point loop
+};
+
+class CondSolver {
+ public:
+  CondSolver(Backend* backend, const CondParams& params);
+  ~CondSolver();
+
+  const CondParams& params() const { return params_; }
+  void set_params(const CondParams& p);
+  // environment of every node (batched worlds); by default all nodes are environment 0
+  void SetNodeEnvironments(const std::vector<Index>& node_env);
+  // the contacts of the next solves; impulses start at zero unless warm-started
+  void SetContacts(const ContactSet& contacts);
+  // warm start (Sec. V-A5): initial impulses, 3 per contact (n, t1, t2)
+  void SetImpulses(const std::vector<Scalar>& lambda);
+  // solves A v = b + Jc^T lambda with eq. 11; v holds the initial guess (warm start) on entry
+  // and the mid-step velocity on return. A must be square with 3x3 blocks.
+  CondStats Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v);
+  // contact impulses of the last solve (3 per contact, contact frame)
+  std::vector<Scalar> Impulses() const;
+  const Array<Scalar>& impulses() const { return lambda_; }
+  // |A v - b - Jc^T lambda| / |b| (Remark 1)
+  double ConsistencyResidual(DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v);
+
+ private:
+  void Prepare(DeviceBlockMatrix& a);
+  void ComputeStepMatrix(DeviceBlockMatrix& a);
+  void AddContactForces(const Scalar* weights, const Array<Scalar>& lambda, Array<Scalar>* out);
+
+  Backend* backend_;
+  CondParams params_;
+  std::unique_ptr<CondKernels> kernels_;
+  Index nodes_ = 0;
+  std::vector<Index> node_env_host_;
+  Index num_envs_ = 1;
+  // contacts
+  ContactSet contacts_host_;
+  std::vector<Index> color_ptr_;
+  Array<Index> ci_, cj_, cenv_, order_;
+  Array<Scalar> frame_, phi_, mu1_, mu2_, lambda_;
+  // Frobenius groups: nodes linked by D-contacts
+  Array<Index> group_ptr_, group_nodes_;
+  Index num_groups_ = 0;
+  bool groups_dirty_ = true;
+  // per DOF / per node / per environment arrays
+  Array<Index> node_env_, dof_offsets_;
+  Array<Scalar> w_, r_, r_prev_, u_, v_prev_, diff_, diag_sum_, row_norm2_, env_scalar_, env_theta2_;
+  Array<unsigned char> env_active_;
+  const DeviceBlockMatrix* w_matrix_ = nullptr;
+  int solves_since_w_ = 0;
+};
+
+}  // namespace condsim

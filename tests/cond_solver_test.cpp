@@ -1,0 +1,559 @@
+// The COND solver on the CPU backend against analytic answers and independent references:
+// - particle on a plane (impulse form of eq. 9: A = 2m I, b = 2m v_k + t f): resting impulse
+//   m g t, Coulomb sliding distance v0^2 / (2 mu g), stick / slip under a tangential push;
+// - a node pushed into a 90-degree corner (two contacts on one node): exact analytic v;
+// - random SPD systems with contacts: consistency (Remark 1), the SCC of eq. 11 at the solution,
+//   and lambda against a dense projected Gauss-Seidel on the Delassus operator J A^-1 J^T
+//   (strict operator fixed point = SCC) and, frictionless, against a brute-force LCP;
+// - Chebyshev on a stiff mass-spring net on a plane: fewer iterations, same v;
+// - batching: per-environment stopping, one diverging environment leaves the others intact.
+#include "models/cond/cond_solver.h"
+
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+
+#include "condsim/batch.h"
+#include "models/mass_spring/mass_spring.h"
+#include "test_util.h"
+
+namespace condsim {
+namespace {
+
+struct Result {
+  std::vector<Scalar> v, lambda;
+  CondStats stats;
+  double consistency = 0;
+};
+
+Result Solve(const BlockMatrix& a, const std::vector<Scalar>& b, const ContactSet& contacts,
+             const CondParams& params, std::vector<Scalar> v0 = {},
+             const std::vector<Index>& node_env = {}, int threads = 0) {
+  BackendOptions o;
+  o.cpu_threads = threads;
+  auto backend = MakeBackend(BackendChoice::kCpu, o).backend;
+  auto da = backend->CreateMatrix(a.pattern);
+  da->SetValues(a.values);
+  if (v0.empty()) v0.assign(b.size(), 0);
+  Array<Scalar> db(backend.get(), b), dv(backend.get(), v0);
+  CondSolver solver(backend.get(), params);
+  if (!node_env.empty()) solver.SetNodeEnvironments(node_env);
+  solver.SetContacts(contacts);
+  Result r;
+  r.stats = solver.Solve(*da, db, &dv);
+  r.v = dv.ToHost();
+  r.lambda = solver.Impulses();
+  r.consistency = solver.ConsistencyResidual(*da, db, dv);
+  return r;
+}
+
+CondParams Tight(double theta = 1e-12) {
+  CondParams p;
+  p.theta_threshold = theta;
+  p.max_iterations = 200000;
+  return p;
+}
+
+BlockMatrix DiagonalMatrix(Index nodes, Scalar d) {
+  std::vector<std::pair<Index, Index>> coords;
+  for (Index i = 0; i < nodes; ++i) coords.push_back({i, i});
+  BlockMatrix a(BlockPattern::FromCoordinates(3, nodes, nodes, coords));
+  for (Index i = 0; i < nodes; ++i) {
+    const Scalar blk[9] = {d, 0, 0, 0, d, 0, 0, 0, d};
+    a.AddToBlock(i, i, blk);
+  }
+  return a;
+}
+
+const Vec3 kUp(0, 0, 1);
+constexpr Scalar kG = 9.81, kT = 0.01, kM = 0.5;
+
+// one step of a particle on the ground z = 0 with velocity vk and force f: returns v-hat, lambda
+Result ParticleStep(const Vec3& vk, const Vec3& f, Scalar mu1, Scalar mu2 = -1, double omega = 0) {
+  const BlockMatrix a = DiagonalMatrix(1, 2 * kM);
+  const std::vector<Scalar> b = {2 * kM * vk[0] + kT * f[0], 2 * kM * vk[1] + kT * f[1], 2 * kM * vk[2] + kT * f[2]};
+  ContactSet c;
+  c.Add(0, -1, ContactFrame(kUp), 0, mu1, mu2 < 0 ? mu1 : mu2);
+  CondParams p = Tight();
+  p.omega = omega;
+  return Solve(a, b, c, p, {vk[0], vk[1], vk[2]});
+}
+
+TEST(CondParticle, RestingParticleCarriesWeightTimesStep) {
+  const Result r = ParticleStep(Vec3(0, 0, 0), Vec3(0, 0, -kM * kG), 0.5);
+  ASSERT_TRUE(r.stats.converged);
+  EXPECT_NEAR(r.lambda[0], kM * kG * kT, 1e-14);  // lambda_n = m g t
+  EXPECT_NEAR(r.lambda[1], 0, 1e-14);
+  EXPECT_NEAR(r.lambda[2], 0, 1e-14);
+  for (Scalar x : r.v) EXPECT_NEAR(x, 0, 1e-14);
+}
+
+TEST(CondParticle, SlidingParticleStopsAfterCoulombDistance) {
+  // x'' = -mu g until rest: distance v0^2 / (2 mu g). The midpoint scheme decelerates by exactly
+  // mu g t per step; the position sum differs from the continuous one by at most v0 t.
+  const Scalar mu = 0.3, v0 = 1.0;
+  Vec3 v(v0, 0, 0);
+  Scalar x = 0;
+  int steps = 0;
+  for (; steps < 10000 && v[0] > 0; ++steps) {
+    const Result r = ParticleStep(v, Vec3(0, 0, -kM * kG), mu);
+    ASSERT_TRUE(r.stats.converged);
+    ASSERT_NEAR(r.lambda[0], kM * kG * kT, 1e-12);
+    const Vec3 vhat(r.v[0], r.v[1], r.v[2]);
+    ASSERT_NEAR(vhat[2], 0, 1e-12);
+    x += kT * vhat[0];
+    const Vec3 next = 2 * vhat - v;
+    // while sliding, the velocity drops by exactly mu g t per step (Coulomb)
+    if (next[0] > 1e-12) {
+      ASSERT_NEAR(v[0] - next[0], mu * kG * kT, 1e-12);
+    }
+    v = Vec3(std::max<Scalar>(next[0], 0), 0, 0);
+  }
+  EXPECT_NEAR(x, v0 * v0 / (2 * mu * kG), v0 * kT);
+  EXPECT_NEAR(steps, v0 / (mu * kG * kT), 1.0);
+}
+
+TEST(CondParticle, TangentialPushSticksBelowAndSlidesAboveTheCone) {
+  const Scalar mu = 0.4;
+  // below mu m g: stuck, friction balances the push
+  const Result stick = ParticleStep(Vec3(0, 0, 0), Vec3(0.5 * mu * kM * kG, 0, -kM * kG), mu);
+  ASSERT_TRUE(stick.stats.converged);
+  for (Scalar x : stick.v) EXPECT_NEAR(x, 0, 1e-13);
+  const Mat3 frame = ContactFrame(kUp);
+  const Vec3 world = Transpose(frame) * Vec3(stick.lambda[0], stick.lambda[1], stick.lambda[2]);
+  EXPECT_NEAR(world[0], -0.5 * mu * kM * kG * kT, 1e-13);
+  // above: a = F/m - mu g, so from rest v_{k+1} = 2 v-hat = t (F/m - mu g)
+  const Scalar f = 2 * mu * kM * kG;
+  const Result slip = ParticleStep(Vec3(0, 0, 0), Vec3(f, 0, -kM * kG), mu);
+  ASSERT_TRUE(slip.stats.converged);
+  EXPECT_NEAR(2 * slip.v[0], kT * (f / kM - mu * kG), 1e-12);
+  EXPECT_NEAR(slip.v[2], 0, 1e-13);
+}
+
+TEST(CondParticle, AnisotropicFrictionIsTheMaximalDissipationProjection) {
+  // one node, W = A^-1 exactly: the solution is one strict anisotropic projection (Prop. 6)
+  const Scalar mu1 = 0.2, mu2 = 0.6;
+  const Vec3 vk(0.3, 0.4, 0);
+  const Result r = ParticleStep(vk, Vec3(0, 0, -kM * kG), mu1, mu2);
+  ASSERT_TRUE(r.stats.converged);
+  const Mat3 frame = ContactFrame(kUp);
+  // unconstrained velocity b / 2m in the contact frame, impulse lambda* = -2m (R v_free)
+  const Vec3 vfree = vk + Vec3(0, 0, -kG * kT / 2);
+  const Vec3 lstar = -2 * kM * (frame * vfree);
+  const Vec3 ref = ProjectStrictAnisotropic(lstar, mu1, mu2);
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(r.lambda[c], ref[c], 1e-12);
+}
+
+TEST(CondParticle, InvertibleContactSoftensTheNormalResponse) {
+  // Gamma + omega I (Sec. III-E1): at the solution v_n = -omega lambda_n, so resting
+  // lambda_n = m g t / (1 + 2 m omega)
+  const double omega = 0.05;
+  const Result r = ParticleStep(Vec3(0, 0, 0), Vec3(0, 0, -kM * kG), 0.5, -1, omega);
+  ASSERT_TRUE(r.stats.converged);
+  EXPECT_NEAR(r.lambda[0], kM * kG * kT / (1 + 2 * kM * omega), 1e-12);
+  EXPECT_NEAR(r.v[2], -omega * r.lambda[0], 1e-12);
+}
+
+TEST(CondCorner, NodePushedIntoACornerIsExactOnBothWalls) {
+  // floor z = 0 (normal +z) and wall x = 0 (normal +x) on the same node (two colors); the node
+  // rests in the corner, pushed into both walls (f), sliding along the edge (+y)
+  const Scalar mu = 0.1, m = 1;
+  const Vec3 f(-2 * m * kG, 0, -m * kG);
+  const BlockMatrix a = DiagonalMatrix(1, 2 * m);
+  ContactSet c;
+  c.Add(0, -1, ContactFrame(Vec3(0, 0, 1)), 0, mu, mu);
+  c.Add(0, -1, ContactFrame(Vec3(1, 0, 0)), 0, mu, mu);
+  Vec3 v(0, 0.5, 0);
+  Scalar x = 0.0, z = 0.0;
+  bool stuck = false;
+  for (int step = 0; step < 100 && !stuck; ++step) {
+    const std::vector<Scalar> b = {2 * m * v[0] + kT * f[0], 2 * m * v[1] + kT * f[1], 2 * m * v[2] + kT * f[2]};
+    const Result r = Solve(a, b, c, Tight(), {v[0], v[1], v[2]});
+    ASSERT_TRUE(r.stats.converged);
+    ASSERT_EQ(r.stats.num_colors, 2);
+    const Vec3 vhat(r.v[0], r.v[1], r.v[2]);
+    // no penetration of either wall
+    ASSERT_GE(vhat[0], -1e-12);
+    ASSERT_GE(vhat[2], -1e-12);
+    x += kT * vhat[0];
+    z += kT * vhat[2];
+    // analytic: normal velocities vanish, lambda_n = t |f_n| on each wall, and the edge
+    // velocity drops by mu (lambda_nf + lambda_nw) / 2m (both frictions oppose +y) or sticks
+    // (while sliding the split of the impulse between the walls is unique; once stuck, only the
+    // total is: static indeterminacy)
+    const Scalar ln_floor = kT * m * kG, ln_wall = kT * 2 * m * kG;
+    const Scalar slide = v[1] - mu * (ln_floor + ln_wall) / (2 * m);
+    stuck = slide <= 0;
+    if (!stuck) {
+      EXPECT_NEAR(r.lambda[0], ln_floor, 1e-10);
+      EXPECT_NEAR(r.lambda[3], ln_wall, 1e-10);
+    }
+    const Vec3 total = Transpose(c.Frame(0)) * Vec3(r.lambda[0], r.lambda[1], r.lambda[2]) +
+                       Transpose(c.Frame(1)) * Vec3(r.lambda[3], r.lambda[4], r.lambda[5]);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(2 * m * vhat[k], b[k] + total[k], 1e-10);  // eq. 1
+    for (int k : {0, 3}) EXPECT_LE(std::hypot(r.lambda[k + 1], r.lambda[k + 2]), mu * r.lambda[k] + 1e-12);
+    EXPECT_NEAR(vhat[1], std::max<Scalar>(slide, 0), 1e-10) << "step " << step;
+    EXPECT_NEAR(vhat[0], 0, 1e-10);
+    EXPECT_NEAR(vhat[2], 0, 1e-10);
+    // no energy gain: kinetic energy change <= work of the applied force over the step
+    const Vec3 next = 2 * vhat - v;
+    EXPECT_LE(0.5 * m * SquaredNorm(next) - 0.5 * m * SquaredNorm(v), Dot(f, kT * vhat) + 1e-12);
+    v = next;
+  }
+  EXPECT_TRUE(stuck);
+  EXPECT_GE(x, -1e-12);
+  EXPECT_GE(z, -1e-12);
+}
+
+// ---- random systems ---------------------------------------------------------------------------
+
+struct RandomProblem {
+  BlockMatrix a;
+  std::vector<Scalar> b;
+  ContactSet contacts;
+};
+
+// random SPD A = 2M + random spring network, random b, S-contacts on distinct nodes and
+// D-contacts between further distinct pairs (one contact per node: Prop. 3's case)
+RandomProblem MakeRandomProblem(std::mt19937_64& rng, Index nodes, Index s_contacts, Index d_contacts, Scalar mu) {
+  std::uniform_int_distribution<Index> pick(0, nodes - 1);
+  std::vector<std::pair<Index, Index>> springs, coords;
+  for (Index i = 0; i < nodes; ++i) {
+    coords.push_back({i, i});
+    for (int k = 0; k < 2; ++k) {
+      const Index j = pick(rng);
+      if (j != i) springs.push_back({i, j});
+    }
+  }
+  for (auto [i, j] : springs) {
+    coords.push_back({i, j});
+    coords.push_back({j, i});
+  }
+  RandomProblem p;
+  p.a = BlockMatrix(BlockPattern::FromCoordinates(3, nodes, nodes, coords));
+  const auto masses = test::RandomVector(rng, nodes, 0.5, 2);
+  for (Index i = 0; i < nodes; ++i) {
+    const Scalar d = 2 * masses[i];
+    const Scalar blk[9] = {d, 0, 0, 0, d, 0, 0, 0, d};
+    p.a.AddToBlock(i, i, blk);
+  }
+  for (auto [i, j] : springs) {
+    // spring block k d d^T (anisotropic coupling), assembled as [K -K; -K K]
+    const auto r = test::RandomVector(rng, 4);
+    const Vec3 d = Normalized(Vec3(r[0], r[1], r[2]));
+    const Scalar k = 0.5 + 0.5 * std::fabs(r[3]);
+    Scalar blk[9], neg[9];
+    for (int x = 0; x < 3; ++x)
+      for (int y = 0; y < 3; ++y) {
+        blk[3 * x + y] = k * d[x] * d[y];
+        neg[3 * x + y] = -blk[3 * x + y];
+      }
+    p.a.AddToBlock(i, i, blk);
+    p.a.AddToBlock(j, j, blk);
+    p.a.AddToBlock(i, j, neg);
+    p.a.AddToBlock(j, i, neg);
+  }
+  p.b = test::RandomVector(rng, 3 * nodes, -1, 1);
+  // contacts on a random permutation of the nodes, pushing b against the normals
+  std::vector<Index> perm(static_cast<std::size_t>(nodes));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  Index next = 0;
+  for (Index s = 0; s < s_contacts; ++s) {
+    const auto r = test::RandomVector(rng, 4);
+    const Vec3 n = Normalized(Vec3(r[0], r[1], r[2]));
+    const Index i = perm[next++];
+    for (int c = 0; c < 3; ++c) p.b[3 * i + c] -= 1.5 * n[c];  // pressed into the contact
+    p.contacts.Add(i, -1, ContactFrame(n), 0.1 * r[3], mu, mu);
+  }
+  for (Index s = 0; s < d_contacts; ++s) {
+    const auto r = test::RandomVector(rng, 4);
+    const Vec3 n = Normalized(Vec3(r[0], r[1], r[2]));
+    const Index i = perm[next++], j = perm[next++];
+    for (int c = 0; c < 3; ++c) {
+      p.b[3 * i + c] -= 1.0 * n[c];
+      p.b[3 * j + c] += 1.0 * n[c];
+    }
+    p.contacts.Add(i, j, ContactFrame(n), 0.1 * r[3], mu, mu);
+  }
+  return p;
+}
+
+Eigen::MatrixXd DenseA(const BlockMatrix& a) {
+  const BlockPattern& p = a.pattern;
+  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(p.rows(), p.cols());
+  for (Index r = 0; r < p.block_rows; ++r)
+    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) d(3 * r + i, 3 * p.col_idx[k] + j) = a.Block(k)[3 * i + j];
+  return d;
+}
+
+Eigen::MatrixXd DenseJc(const ContactSet& c, Index nodes) {
+  Eigen::MatrixXd j = Eigen::MatrixXd::Zero(3 * c.size(), 3 * nodes);
+  for (Index m = 0; m < c.size(); ++m) {
+    const Mat3 r = c.Frame(m);
+    for (int x = 0; x < 3; ++x)
+      for (int y = 0; y < 3; ++y) {
+        j(3 * m + x, 3 * c.node_i[m] + y) = r(x, y);
+        if (c.node_j[m] >= 0) j(3 * m + x, 3 * c.node_j[m] + y) = -r(x, y);
+      }
+  }
+  return j;
+}
+
+// eq. 11 at a solution: zeta = Jc v + phi e_n against lambda, per contact
+void ExpectSignoriniCoulomb(const ContactSet& c, const Eigen::VectorXd& zeta, const std::vector<Scalar>& lambda, double tol) {
+  for (Index m = 0; m < c.size(); ++m) {
+    const double ln = lambda[3 * m], zn = zeta[3 * m];
+    const double lt = std::hypot(lambda[3 * m + 1], lambda[3 * m + 2]);
+    const double zt = std::hypot(zeta[3 * m + 1], zeta[3 * m + 2]);
+    EXPECT_GE(ln, 0) << "contact " << m;
+    EXPECT_GE(zn, -tol) << "contact " << m;
+    EXPECT_LE(std::fabs(ln * zn), tol * std::max(1.0, ln)) << "contact " << m;
+    EXPECT_LE(lt, c.mu1[m] * ln * (1 + 1e-12) + tol) << "contact " << m;
+    if (lt < c.mu1[m] * ln - 1e-7) {
+      EXPECT_LE(zt, tol) << "contact " << m << " sticks but slides";
+    } else if (zt > tol) {
+      // slip: friction opposite to the sliding velocity
+      EXPECT_LE(zeta[3 * m + 1] * lambda[3 * m + 1] + zeta[3 * m + 2] * lambda[3 * m + 2], -0.999 * lt * zt + tol)
+          << "contact " << m;
+    }
+  }
+}
+
+// projected Gauss-Seidel with the strict operator on the Delassus operator: its fixed points
+// satisfy eq. 11 (the reference of the acceptance criteria), run to 1e-13
+std::vector<Scalar> ReferencePgs(const Eigen::MatrixXd& delassus, const Eigen::VectorXd& free, const ContactSet& c) {
+  const Index nc = c.size();
+  Eigen::VectorXd l = Eigen::VectorXd::Zero(3 * nc);
+  for (int sweep = 0; sweep < 200000; ++sweep) {
+    double change = 0;
+    for (Index m = 0; m < nc; ++m) {
+      const Eigen::VectorXd zeta = delassus.middleRows(3 * m, 3) * l + free.segment(3 * m, 3);
+      const double d = delassus.block(3 * m, 3 * m, 3, 3).eigenvalues().real().maxCoeff();
+      const Vec3 trial(l[3 * m] - zeta[0] / d, l[3 * m + 1] - zeta[1] / d, l[3 * m + 2] - zeta[2] / d);
+      const Vec3 p = ProjectStrict(trial, c.mu1[m]);
+      for (int x = 0; x < 3; ++x) {
+        change = std::max(change, std::fabs(p[x] - l[3 * m + x]));
+        l[3 * m + x] = p[x];
+      }
+    }
+    if (change < 1e-14) break;
+  }
+  return std::vector<Scalar>(l.data(), l.data() + l.size());
+}
+
+TEST(CondRandom, ConsistentAndMatchesDenseProjectedGaussSeidel) {
+  auto rng = test::Rng();
+  for (int trial = 0; trial < 10; ++trial) {
+    const RandomProblem p = MakeRandomProblem(rng, 24, 5, 3, 0.4);
+    const double theta = 1e-12;
+    const Result r = Solve(p.a, p.b, p.contacts, Tight(theta));
+    ASSERT_TRUE(r.stats.converged) << "trial " << trial << " residual " << r.stats.residual;
+    // Remark 1: |A v - b - Jc^T lambda| / |b| <= 10 theta_th
+    EXPECT_LE(r.consistency, 10 * theta) << "trial " << trial;
+    const Eigen::MatrixXd a = DenseA(p.a), jc = DenseJc(p.contacts, 24);
+    const Eigen::Map<const Eigen::VectorXd> b(p.b.data(), p.b.size()), v(r.v.data(), r.v.size());
+    Eigen::VectorXd phi = Eigen::VectorXd::Zero(3 * p.contacts.size());
+    for (Index m = 0; m < p.contacts.size(); ++m) phi[3 * m] = p.contacts.phi[m];
+    ExpectSignoriniCoulomb(p.contacts, jc * v + phi, r.lambda, 1e-9);
+    // the same contact problem in impulse space, solved independently
+    const Eigen::LLT<Eigen::MatrixXd> llt(a);
+    const Eigen::MatrixXd delassus = jc * llt.solve(jc.transpose());
+    const Eigen::VectorXd free = jc * llt.solve(b) + phi;
+    const std::vector<Scalar> ref = ReferencePgs(delassus, free, p.contacts);
+    EXPECT_LT(test::RelativeError(r.lambda, ref), 1e-7) << "trial " << trial;
+  }
+}
+
+TEST(CondRandom, FrictionlessMatchesBruteForceLcp) {
+  auto rng = test::Rng();
+  for (int trial = 0; trial < 10; ++trial) {
+    const RandomProblem p = MakeRandomProblem(rng, 20, 4, 2, 0.0);
+    const Result r = Solve(p.a, p.b, p.contacts, Tight());
+    ASSERT_TRUE(r.stats.converged);
+    const Eigen::MatrixXd a = DenseA(p.a), jc = DenseJc(p.contacts, 20);
+    const Eigen::Map<const Eigen::VectorXd> b(p.b.data(), p.b.size());
+    const Index nc = p.contacts.size();
+    // normal rows only: LCP  w = N l + q >= 0, l >= 0, w'l = 0, by enumerating active sets
+    Eigen::MatrixXd jn(nc, jc.cols());
+    Eigen::VectorXd q(nc);
+    const Eigen::LLT<Eigen::MatrixXd> llt(a);
+    for (Index m = 0; m < nc; ++m) jn.row(m) = jc.row(3 * m);
+    const Eigen::MatrixXd nmat = jn * llt.solve(jn.transpose());
+    const Eigen::VectorXd free = jn * llt.solve(b);
+    for (Index m = 0; m < nc; ++m) q[m] = free[m] + p.contacts.phi[m];
+    int solutions = 0;
+    Eigen::VectorXd best;
+    for (int mask = 0; mask < (1 << nc); ++mask) {
+      Eigen::VectorXd l = Eigen::VectorXd::Zero(nc);
+      std::vector<int> act;
+      for (int m = 0; m < nc; ++m)
+        if (mask & (1 << m)) act.push_back(m);
+      if (!act.empty()) {
+        Eigen::MatrixXd sub(act.size(), act.size());
+        Eigen::VectorXd rhs(act.size());
+        for (std::size_t x = 0; x < act.size(); ++x) {
+          rhs[x] = -q[act[x]];
+          for (std::size_t y = 0; y < act.size(); ++y) sub(x, y) = nmat(act[x], act[y]);
+        }
+        const Eigen::VectorXd sol = sub.ldlt().solve(rhs);
+        for (std::size_t x = 0; x < act.size(); ++x) l[act[x]] = sol[x];
+      }
+      const Eigen::VectorXd w = nmat * l + q;
+      if (l.minCoeff() >= -1e-12 && w.minCoeff() >= -1e-12) {
+        ++solutions;
+        best = l;
+      }
+    }
+    ASSERT_EQ(solutions, 1) << "the LCP (P-matrix) has a unique solution";
+    for (Index m = 0; m < nc; ++m) {
+      EXPECT_NEAR(r.lambda[3 * m], best[m], 1e-8 * std::max(1.0, best.cwiseAbs().maxCoeff())) << "contact " << m;
+      EXPECT_NEAR(r.lambda[3 * m + 1], 0, 1e-15);
+    }
+  }
+}
+
+TEST(CondRandom, ProximalConvergesToTheConvexRelaxationOptimum) {
+  // Prop. 5: the proximal solution minimizes 1/2 l'Ac l + l'(bc + phi) over the cones (eq. 36):
+  // a fixed point of the projected-gradient map l = Pi_K(l - s (Ac l + bc + phi))
+  auto rng = test::Rng();
+  const RandomProblem p = MakeRandomProblem(rng, 24, 5, 3, 0.4);
+  CondParams params = Tight();
+  params.projection = Projection::kProximal;
+  const Result r = Solve(p.a, p.b, p.contacts, params);
+  ASSERT_TRUE(r.stats.converged);
+  EXPECT_LE(r.consistency, 1e-11);
+  const Eigen::MatrixXd a = DenseA(p.a), jc = DenseJc(p.contacts, 24);
+  const Eigen::Map<const Eigen::VectorXd> b(p.b.data(), p.b.size());
+  const Eigen::LLT<Eigen::MatrixXd> llt(a);
+  const Eigen::MatrixXd delassus = jc * llt.solve(jc.transpose());
+  Eigen::VectorXd free = jc * llt.solve(b);
+  for (Index m = 0; m < p.contacts.size(); ++m) free[3 * m] += p.contacts.phi[m];
+  const Eigen::Map<const Eigen::VectorXd> l(r.lambda.data(), r.lambda.size());
+  const Eigen::VectorXd grad = delassus * l + free;
+  const double s = 1 / delassus.norm();
+  double err = 0;
+  for (Index m = 0; m < p.contacts.size(); ++m) {
+    const Vec3 trial(l[3 * m] - s * grad[3 * m], l[3 * m + 1] - s * grad[3 * m + 1], l[3 * m + 2] - s * grad[3 * m + 2]);
+    const Vec3 proj = ProjectProximal(trial, p.contacts.mu1[m]);
+    for (int x = 0; x < 3; ++x) err = std::max(err, std::fabs(proj[x] - l[3 * m + x]));
+  }
+  EXPECT_LE(err, 1e-9 * std::max(1.0, l.cwiseAbs().maxCoeff()));
+}
+
+TEST(CondRandom, StepSizeStrategiesReachTheSameSolution) {
+  auto rng = test::Rng();
+  const RandomProblem p = MakeRandomProblem(rng, 30, 6, 4, 0.3);
+  const Result ref = Solve(p.a, p.b, p.contacts, Tight());
+  ASSERT_TRUE(ref.stats.converged);
+  for (StepSize s : {StepSize::kBB1, StepSize::kBB2, StepSize::kBBAlternate}) {
+    for (bool cheb : {false, true}) {
+      CondParams params = Tight();
+      params.step_size = s;
+      params.chebyshev = cheb;
+      const Result r = Solve(p.a, p.b, p.contacts, params);
+      ASSERT_TRUE(r.stats.converged) << ToString(s) << " chebyshev " << cheb;
+      EXPECT_LT(test::RelativeError(r.v, ref.v), 1e-8) << ToString(s);
+      EXPECT_LE(r.consistency, 1e-10) << ToString(s);
+    }
+  }
+}
+
+TEST(CondRandom, ThreadCountDoesNotChangeTheResult) {
+  auto rng = test::Rng();
+  const RandomProblem p = MakeRandomProblem(rng, 40, 8, 5, 0.3);
+  CondParams params = Tight();
+  params.max_iterations = 300;  // a fixed amount of work
+  const Result one = Solve(p.a, p.b, p.contacts, params, {}, {}, 1);
+  const Result many = Solve(p.a, p.b, p.contacts, params, {}, {}, 3);
+  EXPECT_EQ(one.v, many.v);
+  EXPECT_EQ(one.lambda, many.lambda);
+  EXPECT_EQ(one.stats.iterations, many.stats.iterations);
+}
+
+// ---- mass-spring net: Chebyshev -------------------------------------------------------------
+
+TEST(CondChebyshev, StiffNetOnAPlaneConvergesFasterToTheSameVelocity) {
+  auto rng = test::Rng();
+  const Index nx = 16, ny = 16;
+  // in-plane random initial velocities (sliding, stretching the springs) pressed onto the ground
+  std::vector<Scalar> v0 = test::RandomVector(rng, 3 * nx * ny, -0.5, 0.5);
+  for (Index i = 0; i < nx * ny; ++i) v0[3 * i + 2] = -0.2;
+  // node mass 0.01 kg, springs 1e3 N/m: t^2 k / (2m) = 5 (stiff relative to the mass)
+  const MassSpringSystem s = MakeMassSpringGrid(nx, ny, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
+  CondParams plain = Tight(1e-10), cheb = plain;
+  plain.chebyshev = false;
+  cheb.chebyshev = true;
+  const Result a = Solve(s.a, s.b, s.contacts, plain);
+  const Result b = Solve(s.a, s.b, s.contacts, cheb);
+  ASSERT_TRUE(a.stats.converged);
+  ASSERT_TRUE(b.stats.converged);
+  std::cout << "[ info     ] iterations to theta 1e-10: plain " << a.stats.iterations << ", chebyshev "
+            << b.stats.iterations << "\n";
+  EXPECT_LT(b.stats.iterations, a.stats.iterations);
+  // both within theta_th / (1 - rho) of the fixed point: compare at 1e-6 relative
+  EXPECT_LT(test::RelativeError(b.v, a.v), 1e-6);
+  EXPECT_LE(a.consistency, 1e-8);
+  EXPECT_LE(b.consistency, 1e-8);
+}
+
+// ---- batches ----------------------------------------------------------------------------------
+
+TEST(CondBatch, EnvironmentsStopOnTheirOwnAndOneFailureIsContained) {
+  auto rng = test::Rng();
+  std::vector<RandomProblem> envs;
+  for (int e = 0; e < 4; ++e) envs.push_back(MakeRandomProblem(rng, 12, 3, 1, 0.3));
+  // environment 2 is poisoned with a NaN in b
+  envs[2].b[5] = std::nan("");
+  std::vector<BlockMatrix> mats;
+  std::vector<Scalar> b;
+  std::vector<Index> node_env;
+  ContactSet all;
+  for (int e = 0; e < 4; ++e) {
+    mats.push_back(envs[e].a);
+    b.insert(b.end(), envs[e].b.begin(), envs[e].b.end());
+    for (int k = 0; k < 12; ++k) node_env.push_back(e);
+    const ContactSet& c = envs[e].contacts;
+    for (Index m = 0; m < c.size(); ++m)
+      all.Add(c.node_i[m] + 12 * e, c.node_j[m] < 0 ? -1 : c.node_j[m] + 12 * e, c.Frame(m), c.phi[m], c.mu1[m], c.mu2[m], e);
+  }
+  const PackedBatch packed = PackBlockDiagonal(mats);
+  const Result batch = Solve(packed.matrix, b, all, Tight(1e-11), {}, node_env);
+  EXPECT_EQ(batch.stats.failed_envs, std::vector<int>{2});
+  EXPECT_FALSE(batch.stats.converged);
+  for (int e : {0, 1, 3}) {
+    const Result alone = Solve(envs[e].a, envs[e].b, envs[e].contacts, Tight(1e-11));
+    ASSERT_TRUE(alone.stats.converged);
+    // same iterations and the same numbers as the environment solved alone
+    EXPECT_EQ(batch.stats.env_iterations[e], alone.stats.iterations) << "env " << e;
+    const std::vector<Scalar> part(batch.v.begin() + 36 * e, batch.v.begin() + 36 * (e + 1));
+    EXPECT_EQ(part, alone.v) << "env " << e;
+  }
+}
+
+TEST(CondSolverInput, RejectsBadParametersAndContacts) {
+  CondParams p;
+  p.theta_threshold = -1;
+  EXPECT_THROW(p.Validate(), Error);
+  p = CondParams();
+  p.chebyshev_relax = 1.5;
+  EXPECT_THROW(p.Validate(), Error);
+  EXPECT_THROW(ParseStepSize("newton"), Error);
+  const BlockMatrix a = DiagonalMatrix(2, 1);
+  ContactSet bad_frame;
+  bad_frame.Add(0, -1, Mat3(1, 0, 0, 0, 2, 0, 0, 0, 1), 0, 0.5, 0.5);
+  EXPECT_THROW(Solve(a, {0, 0, 0, 0, 0, 0}, bad_frame, CondParams()), Error);
+  ContactSet bad_node;
+  bad_node.Add(5, -1, Mat3::Identity(), 0, 0.5, 0.5);
+  EXPECT_THROW(Solve(a, {0, 0, 0, 0, 0, 0}, bad_node, CondParams()), Error);
+  ContactSet aniso;
+  aniso.Add(0, -1, Mat3::Identity(), 0, 0.2, 0.5);
+  CondParams prox;
+  prox.projection = Projection::kProximal;
+  EXPECT_THROW(Solve(a, {0, 0, 0, 0, 0, 0}, aniso, prox), Error);
+}
+
+}  // namespace
+}  // namespace condsim
