@@ -12,6 +12,8 @@
 
 #include "apps/args.h"
 #include "condsim/backend.h"
+#include "models/cond/cond_solver.h"
+#include "models/mass_spring/mass_spring.h"
 
 namespace condsim::app {
 namespace {
@@ -67,21 +69,77 @@ void Row(const std::string& backend, const std::string& op, Index rows, double b
               seconds * 1e3, gbs, copy_gbs > 0 ? gbs / copy_gbs : 0.0);
 }
 
+// `bench solver`: COND on mass-spring grids lying on a plane (every node in contact), from
+// min to max DOFs by factors of 10: iterations, time per solve and per iteration, and the
+// iteration's cost in units of one SpMV of the same matrix (the solver's roofline)
+int BenchSolver(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, Index min_dofs,
+                Index max_dofs, int reps, int threads, std::mt19937_64& rng) {
+  std::printf("%-26s %10s %9s %6s %11s %11s %9s %8s\n", "backend", "dofs", "contacts", "iters",
+              "solve_ms", "iter_ms", "spmv_ms", "iter/spmv");
+  for (Index dofs = min_dofs; dofs <= max_dofs; dofs = dofs > max_dofs / 10 ? max_dofs + 1 : dofs * 10) {
+    const Index side = std::max<Index>(2, Index(std::sqrt(double(dofs) / 3) + 0.5));
+    std::uniform_real_distribution<Scalar> u(-0.5, 0.5);
+    std::vector<Scalar> v0(std::size_t(3) * side * side);
+    for (std::size_t k = 0; k < v0.size(); ++k) v0[k] = k % 3 == 2 ? Scalar(-0.2) : u(rng);
+    // 1 cm spacing, 10 g nodes, 1e3 N/m springs, 10 ms steps, mu 0.5
+    const MassSpringSystem sys = MakeMassSpringGrid(side, side, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
+    const Index n = sys.a.pattern.rows();
+    for (const auto& [choice, format] : configs) {
+      BackendOptions opt;
+      opt.cpu_threads = threads;
+      opt.spmv_format = format;
+      auto backend = MakeBackend(choice, opt).backend;
+      Backend& b = *backend;
+      auto a = b.CreateMatrix(sys.a.pattern);
+      a->SetValues(sys.a.values);
+      Array<Scalar> rhs(&b, sys.b), v(&b, n), y(&b, n);
+      CondParams params;
+      params.theta_threshold = 1e-8;
+      params.max_iterations = 10000;
+      CondSolver solver(&b, params);
+      solver.SetContacts(sys.contacts);
+      std::vector<double> times;
+      CondStats st;
+      for (int r = 0; r < std::max(reps, 1) + 1; ++r) {
+        b.Fill(0, &v);
+        const auto t0 = std::chrono::steady_clock::now();
+        st = solver.Solve(*a, rhs, &v);
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (r > 0) times.push_back(dt);  // the first solve warms up
+      }
+      std::sort(times.begin(), times.end());
+      const double solve = times[times.size() / 2];
+      const double spmv = MedianSeconds(std::max(reps, 5), b, [&] { a->Multiply(1, v, 0, &y); });
+      const std::string name =
+          b.kind() == BackendKind::kCpu ? b.Describe() : std::string("cuda/") + ToString(format);
+      std::printf("%-26s %10d %9d %6d %11.3f %11.4f %9.4f %8.1f\n", name.c_str(), n, sys.contacts.size(),
+                  st.iterations, solve * 1e3, solve / st.iterations * 1e3, spmv * 1e3,
+                  solve / st.iterations / spmv);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--reps", "--threads", "--seed"},
+  const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--reps", "--threads", "--seed"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector [--backend cpu|cuda|all] [--min-rows 1e4]\n"
-                 "       [--max-rows 1e7] [--reps 20] [--threads N] [--seed S]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+                 "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--reps 20] [--threads N]\n"
+                 "       [--seed S]\n"
+                 "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
+                 "and the per-iteration cost in SpMVs of the same matrix.\n"
                  "SpMV: 3x3-block 7-point grid matrices; on cuda every SpMV path (csr, bsr,\n"
                  "rowloop) is measured. Columns: median time per op, GB/s of compulsory traffic,\n"
                  "and that as a fraction of the backend's measured copy bandwidth.\n";
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
-  if (what != "spmv" && what != "vector") throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector)");
+  if (what != "spmv" && what != "vector" && what != "solver") {
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver)");
+  }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
   const Index max_rows = Index(args.GetInt("--max-rows", 10000000, 10, 100000000));
@@ -96,7 +154,7 @@ int RunBench(const std::vector<std::string>& argv) {
     const CudaProbe probe = ProbeCuda(0);
     if (probe.usable) {
       for (SpmvFormat f : {SpmvFormat::kCsr, SpmvFormat::kBsr, SpmvFormat::kRowLoop}) {
-        if (what == "vector" && f != SpmvFormat::kCsr) continue;
+        if (what != "spmv" && f != SpmvFormat::kCsr) continue;
         configs.push_back({BackendChoice::kCuda, f});
       }
     } else if (which == "cuda") {
@@ -108,6 +166,10 @@ int RunBench(const std::vector<std::string>& argv) {
   if (which != "cpu" && which != "cuda" && which != "all") throw Error("bench: --backend must be cpu, cuda or all");
 
   std::printf("# condsim bench %s: median of %d reps, Scalar = %zu bytes\n", what.c_str(), reps, sizeof(Scalar));
+  if (what == "solver") {
+    return BenchSolver(configs, Index(args.GetInt("--min-dofs", 1000, 12, 100000000)),
+                       Index(args.GetInt("--max-dofs", 1000000, 12, 100000000)), reps, threads, rng);
+  }
   std::printf("%-26s %-8s %10s %12s %9s %8s\n", "backend", "op", "rows", "median_ms", "GB/s", "of_copy");
   for (Index rows = min_rows; rows <= max_rows; rows = rows > max_rows / 10 ? max_rows + 1 : rows * 10) {
     const BlockMatrix host = GridMatrix(rows, rng);

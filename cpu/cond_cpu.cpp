@@ -3,18 +3,9 @@
 #include "models/cond/cond_kernels_impl.h"
 
 namespace condsim {
-namespace {
-struct CpuExec {
-  int threads;
-  template <class F>
-  void For(Index n, const F& f) const {
-    cpu::ParallelFor(threads, n, f);
-  }
-};
-}  // namespace
 
 std::unique_ptr<CondKernels> MakeCpuCondKernels(int threads) {
-  return std::make_unique<CondKernelsImpl<CpuExec>>(CpuExec{threads});
+  return std::make_unique<CondKernelsImpl<cpu::Exec>>(cpu::Exec{threads});
 }
 
 }  // namespace condsim

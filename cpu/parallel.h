@@ -19,6 +19,15 @@ void ParallelFor(int threads, Index n, const F& f) {
   for (Index i = 0; i < n; ++i) f(i);
 }
 
+// the executor that shared model kernels (models/**/*_kernels_impl.h) are instantiated with
+struct Exec {
+  int threads;
+  template <class F>
+  void For(Index n, const F& f) const {
+    ParallelFor(threads, n, f);
+  }
+};
+
 // elements per reduction chunk: a chunk is summed sequentially, chunks are combined in order
 constexpr Index kReductionChunk = 4096;
 

@@ -40,6 +40,15 @@ void ParallelFor(Index n, const F& f, cudaStream_t stream = nullptr) {
   CONDSIM_CUDA_CHECK(cudaGetLastError());
 }
 
+// the executor that shared model kernels (models/**/*_kernels_impl.h) are instantiated with
+struct Exec {
+  cudaStream_t stream;
+  template <class F>
+  void For(Index n, const F& f) const {
+    ParallelFor(n, f, stream);
+  }
+};
+
 // a device buffer for tests and scratch space, freed on destruction
 template <class T>
 class DeviceBuffer {

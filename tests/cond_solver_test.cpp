@@ -15,54 +15,23 @@
 
 #include "condsim/batch.h"
 #include "models/mass_spring/mass_spring.h"
+#include "cond_fixtures.h"
 #include "test_util.h"
 
 namespace condsim {
 namespace {
 
-struct Result {
-  std::vector<Scalar> v, lambda;
-  CondStats stats;
-  double consistency = 0;
-};
-
-Result Solve(const BlockMatrix& a, const std::vector<Scalar>& b, const ContactSet& contacts,
-             const CondParams& params, std::vector<Scalar> v0 = {},
-             const std::vector<Index>& node_env = {}, int threads = 0) {
-  BackendOptions o;
-  o.cpu_threads = threads;
-  auto backend = MakeBackend(BackendChoice::kCpu, o).backend;
-  auto da = backend->CreateMatrix(a.pattern);
-  da->SetValues(a.values);
-  if (v0.empty()) v0.assign(b.size(), 0);
-  Array<Scalar> db(backend.get(), b), dv(backend.get(), v0);
-  CondSolver solver(backend.get(), params);
-  if (!node_env.empty()) solver.SetNodeEnvironments(node_env);
-  solver.SetContacts(contacts);
-  Result r;
-  r.stats = solver.Solve(*da, db, &dv);
-  r.v = dv.ToHost();
-  r.lambda = solver.Impulses();
-  r.consistency = solver.ConsistencyResidual(*da, db, dv);
-  return r;
-}
+using test::DiagonalMatrix;
+using test::MakeRandomProblem;
+using test::RandomProblem;
+using test::Result;
+using test::Solve;
 
 CondParams Tight(double theta = 1e-12) {
   CondParams p;
   p.theta_threshold = theta;
   p.max_iterations = 200000;
   return p;
-}
-
-BlockMatrix DiagonalMatrix(Index nodes, Scalar d) {
-  std::vector<std::pair<Index, Index>> coords;
-  for (Index i = 0; i < nodes; ++i) coords.push_back({i, i});
-  BlockMatrix a(BlockPattern::FromCoordinates(3, nodes, nodes, coords));
-  for (Index i = 0; i < nodes; ++i) {
-    const Scalar blk[9] = {d, 0, 0, 0, d, 0, 0, 0, d};
-    a.AddToBlock(i, i, blk);
-  }
-  return a;
 }
 
 const Vec3 kUp(0, 0, 1);
@@ -154,6 +123,62 @@ TEST(CondParticle, InvertibleContactSoftensTheNormalResponse) {
   EXPECT_NEAR(r.v[2], -omega * r.lambda[0], 1e-12);
 }
 
+TEST(CondVirtualNode, ContactOnAVirtualNodeConvergesToTheNodalAnswerAsKvGrows) {
+  // eq. 15 with a massless virtual node (node 1) tied to a particle (node 0) by a damper of
+  // gain kv (Jv = I): A = [2m + kv, -kv; -kv, kv]. The contact sits on the virtual node; Prop. 2:
+  // the resting impulse tends to m g t, with the error of the perturbation O(1/kv)
+  double prev_err = 1e300;
+  for (double kv : {1e1, 1e2, 1e3, 1e4}) {
+    std::vector<std::pair<Index, Index>> coords = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+    BlockMatrix a(BlockPattern::FromCoordinates(3, 2, 2, coords));
+    const Scalar d0 = 2 * kM + kv, off = -kv, d1 = kv;
+    const Scalar b00[9] = {d0, 0, 0, 0, d0, 0, 0, 0, d0}, b01[9] = {off, 0, 0, 0, off, 0, 0, 0, off},
+                 b11[9] = {d1, 0, 0, 0, d1, 0, 0, 0, d1};
+    a.AddToBlock(0, 0, b00);
+    a.AddToBlock(0, 1, b01);
+    a.AddToBlock(1, 0, b01);
+    a.AddToBlock(1, 1, b11);
+    ContactSet c;
+    c.Add(1, -1, ContactFrame(kUp), 0, 0.5, 0.5);
+    const std::vector<Scalar> b = {0, 0, -kT * kM * kG, 0, 0, 0};
+    const Result r = Solve(a, b, c, Tight());
+    ASSERT_TRUE(r.stats.converged);
+    // at the fixed point |A v - b - Jc^T lambda| ~ |W^-1| theta = kv theta_th (Remark 1)
+    const double tol = 10 * kv * 1e-12;
+    EXPECT_LE(r.consistency * std::fabs(b[2]), tol);
+    // the particle's force balance (eq. 18): 2m v0 = b0 + lambda, and the virtual node obeys
+    // eq. 17: lambda = -kv (v0 - v1)
+    EXPECT_NEAR(2 * kM * r.v[2], b[2] + r.lambda[0], tol);
+    EXPECT_NEAR(r.lambda[0], kv * (r.v[5] - r.v[2]), tol);
+    const double err = std::fabs(r.lambda[0] - kM * kG * kT);
+    EXPECT_LT(err, prev_err);
+    prev_err = err;
+  }
+  EXPECT_LT(prev_err, 1e-3 * kM * kG * kT);
+}
+
+TEST(CondWarmStart, PreviousSolutionConvergesImmediately) {
+  auto rng = test::Rng();
+  const RandomProblem p = MakeRandomProblem(rng, 30, 6, 4, 0.3);
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  auto a = backend->CreateMatrix(p.a.pattern);
+  a->SetValues(p.a.values);
+  Array<Scalar> b(backend.get(), p.b), v(backend.get(), std::vector<Scalar>(p.b.size(), 0));
+  CondSolver solver(backend.get(), Tight(1e-10));
+  solver.SetContacts(p.contacts);
+  const CondStats cold = solver.Solve(*a, b, &v);
+  ASSERT_TRUE(cold.converged);
+  const std::vector<Scalar> lambda = solver.Impulses();
+  // warm start (Sec. V-A5): v-hat and the impulses of the previous solve
+  solver.SetContacts(p.contacts);
+  solver.SetImpulses(lambda);
+  const CondStats warm = solver.Solve(*a, b, &v);
+  ASSERT_TRUE(warm.converged);
+  EXPECT_LE(warm.iterations, 2);
+  EXPECT_GT(cold.iterations, 10);
+  EXPECT_LT(test::RelativeError(solver.Impulses(), lambda), 1e-8);
+}
+
 TEST(CondCorner, NodePushedIntoACornerIsExactOnBothWalls) {
   // floor z = 0 (normal +z) and wall x = 0 (normal +x) on the same node (two colors); the node
   // rests in the corner, pushed into both walls (f), sliding along the edge (+y)
@@ -206,78 +231,6 @@ TEST(CondCorner, NodePushedIntoACornerIsExactOnBothWalls) {
 }
 
 // ---- random systems ---------------------------------------------------------------------------
-
-struct RandomProblem {
-  BlockMatrix a;
-  std::vector<Scalar> b;
-  ContactSet contacts;
-};
-
-// random SPD A = 2M + random spring network, random b, S-contacts on distinct nodes and
-// D-contacts between further distinct pairs (one contact per node: Prop. 3's case)
-RandomProblem MakeRandomProblem(std::mt19937_64& rng, Index nodes, Index s_contacts, Index d_contacts, Scalar mu) {
-  std::uniform_int_distribution<Index> pick(0, nodes - 1);
-  std::vector<std::pair<Index, Index>> springs, coords;
-  for (Index i = 0; i < nodes; ++i) {
-    coords.push_back({i, i});
-    for (int k = 0; k < 2; ++k) {
-      const Index j = pick(rng);
-      if (j != i) springs.push_back({i, j});
-    }
-  }
-  for (auto [i, j] : springs) {
-    coords.push_back({i, j});
-    coords.push_back({j, i});
-  }
-  RandomProblem p;
-  p.a = BlockMatrix(BlockPattern::FromCoordinates(3, nodes, nodes, coords));
-  const auto masses = test::RandomVector(rng, nodes, 0.5, 2);
-  for (Index i = 0; i < nodes; ++i) {
-    const Scalar d = 2 * masses[i];
-    const Scalar blk[9] = {d, 0, 0, 0, d, 0, 0, 0, d};
-    p.a.AddToBlock(i, i, blk);
-  }
-  for (auto [i, j] : springs) {
-    // spring block k d d^T (anisotropic coupling), assembled as [K -K; -K K]
-    const auto r = test::RandomVector(rng, 4);
-    const Vec3 d = Normalized(Vec3(r[0], r[1], r[2]));
-    const Scalar k = 0.5 + 0.5 * std::fabs(r[3]);
-    Scalar blk[9], neg[9];
-    for (int x = 0; x < 3; ++x)
-      for (int y = 0; y < 3; ++y) {
-        blk[3 * x + y] = k * d[x] * d[y];
-        neg[3 * x + y] = -blk[3 * x + y];
-      }
-    p.a.AddToBlock(i, i, blk);
-    p.a.AddToBlock(j, j, blk);
-    p.a.AddToBlock(i, j, neg);
-    p.a.AddToBlock(j, i, neg);
-  }
-  p.b = test::RandomVector(rng, 3 * nodes, -1, 1);
-  // contacts on a random permutation of the nodes, pushing b against the normals
-  std::vector<Index> perm(static_cast<std::size_t>(nodes));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  Index next = 0;
-  for (Index s = 0; s < s_contacts; ++s) {
-    const auto r = test::RandomVector(rng, 4);
-    const Vec3 n = Normalized(Vec3(r[0], r[1], r[2]));
-    const Index i = perm[next++];
-    for (int c = 0; c < 3; ++c) p.b[3 * i + c] -= 1.5 * n[c];  // pressed into the contact
-    p.contacts.Add(i, -1, ContactFrame(n), 0.1 * r[3], mu, mu);
-  }
-  for (Index s = 0; s < d_contacts; ++s) {
-    const auto r = test::RandomVector(rng, 4);
-    const Vec3 n = Normalized(Vec3(r[0], r[1], r[2]));
-    const Index i = perm[next++], j = perm[next++];
-    for (int c = 0; c < 3; ++c) {
-      p.b[3 * i + c] -= 1.0 * n[c];
-      p.b[3 * j + c] += 1.0 * n[c];
-    }
-    p.contacts.Add(i, j, ContactFrame(n), 0.1 * r[3], mu, mu);
-  }
-  return p;
-}
 
 Eigen::MatrixXd DenseA(const BlockMatrix& a) {
   const BlockPattern& p = a.pattern;
