@@ -59,6 +59,7 @@ CondSolver::~CondSolver() = default;
 void CondSolver::set_params(const CondParams& p) {
   p.Validate();
   params_ = p;
+  groups_dirty_ = true;  // the projection decides which contacts are valid
 }
 
 void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
