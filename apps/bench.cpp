@@ -69,6 +69,21 @@ void Row(const std::string& backend, const std::string& op, Index rows, double b
               seconds * 1e3, gbs, copy_gbs > 0 ? gbs / copy_gbs : 0.0);
 }
 
+// a backend to measure, with its row label
+struct Target {
+  std::unique_ptr<Backend> backend;
+  std::string name;
+};
+Target MakeTarget(BackendChoice choice, SpmvFormat format, int threads) {
+  BackendOptions opt;
+  opt.cpu_threads = threads;
+  opt.spmv_format = format;
+  Target t{MakeBackend(choice, opt).backend, ""};
+  t.name = t.backend->kind() == BackendKind::kCpu ? t.backend->Describe()
+                                                  : std::string("cuda/") + ToString(format);
+  return t;
+}
+
 // `bench solver`: COND on mass-spring grids lying on a plane (every node in contact), from
 // min to max DOFs by factors of 10: iterations, time per solve and per iteration, and the
 // iteration's cost in units of one SpMV of the same matrix (the solver's roofline)
@@ -85,11 +100,8 @@ int BenchSolver(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
     const MassSpringSystem sys = MakeMassSpringGrid(side, side, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
     const Index n = sys.a.pattern.rows();
     for (const auto& [choice, format] : configs) {
-      BackendOptions opt;
-      opt.cpu_threads = threads;
-      opt.spmv_format = format;
-      auto backend = MakeBackend(choice, opt).backend;
-      Backend& b = *backend;
+      const Target target = MakeTarget(choice, format, threads);
+      Backend& b = *target.backend;
       auto a = b.CreateMatrix(sys.a.pattern);
       a->SetValues(sys.a.values);
       Array<Scalar> rhs(&b, sys.b), v(&b, n), y(&b, n);
@@ -110,9 +122,7 @@ int BenchSolver(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
       std::sort(times.begin(), times.end());
       const double solve = times[times.size() / 2];
       const double spmv = MedianSeconds(std::max(reps, 5), b, [&] { a->Multiply(1, v, 0, &y); });
-      const std::string name =
-          b.kind() == BackendKind::kCpu ? b.Describe() : std::string("cuda/") + ToString(format);
-      std::printf("%-26s %10d %9d %6d %11.3f %11.4f %9.4f %8.1f\n", name.c_str(), n, sys.contacts.size(),
+      std::printf("%-26s %10d %9d %6d %11.3f %11.4f %9.4f %8.1f\n", target.name.c_str(), n, sys.contacts.size(),
                   st.iterations, solve * 1e3, solve / st.iterations * 1e3, spmv * 1e3,
                   solve / st.iterations / spmv);
     }
@@ -178,17 +188,13 @@ int RunBench(const std::vector<std::string>& argv) {
     std::uniform_real_distribution<Scalar> u(-1, 1);
     for (Scalar& v : hx) v = u(rng);
     for (const auto& [choice, format] : configs) {
-      BackendOptions opt;
-      opt.cpu_threads = threads;
-      opt.spmv_format = format;
-      auto backend = MakeBackend(choice, opt).backend;
-      Backend& b = *backend;
+      const Target target = MakeTarget(choice, format, threads);
+      Backend& b = *target.backend;
+      const std::string& name = target.name;
       Array<Scalar> x(&b, hx), y(&b, hx), z(&b, n);
       const double vbytes = double(n) * sizeof(Scalar);
       const double copy_s = MedianSeconds(reps, b, [&] { b.Copy(x, &z); });
       const double copy_gbs = 2 * vbytes / copy_s / 1e9;
-      const std::string name =
-          b.kind() == BackendKind::kCpu ? b.Describe() : std::string("cuda/") + ToString(format);
       Row(name, "copy", n, 2 * vbytes, copy_s, copy_gbs);
       if (what == "spmv") {
         auto a = b.CreateMatrix(host.pattern);
