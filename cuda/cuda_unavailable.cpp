@@ -1,6 +1,7 @@
 // Stand-ins for a build without the CUDA backend (CONDSIM_CUDA=OFF or no nvcc found).
 #include "cuda/cuda_backend.h"
 #include "models/cond/cond_kernels.h"
+#include "models/fem/fem_kernels.h"
 
 namespace condsim {
 
@@ -15,6 +16,10 @@ std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& /*options*/) {
 }
 
 std::unique_ptr<CondKernels> MakeCudaCondKernels(void* /*stream*/) {
+  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
+}
+
+std::unique_ptr<FemKernels> MakeCudaFemKernels(void* /*stream*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 

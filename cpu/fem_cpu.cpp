@@ -1,0 +1,11 @@
+// The FEM kernels on the CPU.
+#include "cpu/parallel.h"
+#include "models/fem/fem_kernels.h"
+
+namespace condsim {
+
+std::unique_ptr<FemKernels> MakeCpuFemKernels(int threads) {
+  return std::make_unique<FemKernelsImpl<cpu::Exec>>(cpu::Exec{threads});
+}
+
+}  // namespace condsim

@@ -1,0 +1,132 @@
+// Co-rotational linear FEM: rest precomputation and assembly on a backend.
+#include "models/fem/fem_model.h"
+
+#include <cmath>
+
+#include "condsim/error.h"
+#include "models/fem/fem_kernels.h"
+
+namespace condsim {
+
+void FemMaterial::Validate(const std::string& where) const {
+  CONDSIM_CHECK(std::isfinite(young) && young > 0, where << ": material.young must be > 0 [Pa], got " << young);
+  CONDSIM_CHECK(std::isfinite(poisson) && poisson > -1 && poisson < 0.5,
+                where << ": material.poisson must be in (-1, 0.5), got " << poisson);
+  CONDSIM_CHECK(std::isfinite(density) && density > 0, where << ": material.density must be > 0 [kg/m^3], got " << density);
+  CONDSIM_CHECK(std::isfinite(rayleigh_alpha) && rayleigh_alpha >= 0,
+                where << ": material.rayleigh_alpha must be >= 0 [1/s], got " << rayleigh_alpha);
+  CONDSIM_CHECK(std::isfinite(rayleigh_beta) && rayleigh_beta >= 0,
+                where << ": material.rayleigh_beta must be >= 0 [s], got " << rayleigh_beta);
+}
+
+FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& material,
+                   const std::string& source)
+    : backend_(backend), material_(material), kernels_(MakeFemKernels(*backend)) {
+  material.Validate(source);
+  warnings_ = ValidateMesh(mesh, source);
+  num_nodes_ = mesh.num_nodes();
+  num_tets_ = mesh.num_tets();
+  CheckedIndex(std::size_t(num_tets_) * 16, "fem: element-block references");
+  // rest data: Bm = Dm^-1, volume, lumped mass (element order: deterministic)
+  std::vector<Scalar> bm(std::size_t(num_tets_) * 9), vol(static_cast<std::size_t>(num_tets_));
+  mass_host_.assign(static_cast<std::size_t>(num_nodes_), 0);
+  for (Index e = 0; e < num_tets_; ++e) {
+    const Index* t = mesh.tets.data() + 4 * std::size_t(e);
+    const Vec3 x0 = mesh.Node(t[0]);
+    const Mat3 dm = Mat3::FromColumns(mesh.Node(t[1]) - x0, mesh.Node(t[2]) - x0, mesh.Node(t[3]) - x0);
+    const Mat3 inv = Inverse(dm);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) bm[9 * std::size_t(e) + 3 * i + j] = inv(i, j);
+    vol[e] = Determinant(dm) / 6;
+    for (int a = 0; a < 4; ++a) mass_host_[t[a]] += Scalar(material.density) * vol[e] / 4;
+  }
+  // pattern: node pairs sharing an element
+  std::vector<std::pair<Index, Index>> coords;
+  coords.reserve(std::size_t(num_tets_) * 16);
+  for (Index e = 0; e < num_tets_; ++e)
+    for (int a = 0; a < 4; ++a)
+      for (int c = 0; c < 4; ++c) coords.push_back({mesh.tets[4 * std::size_t(e) + a], mesh.tets[4 * std::size_t(e) + c]});
+  pattern_ = BlockPattern::FromCoordinates(3, num_nodes_, num_nodes_, std::move(coords));
+  // gather lists in element order: node -> (element, local), block -> (element, a, b)
+  std::vector<Index> node_ptr(std::size_t(num_nodes_) + 1, 0), block_ptr(std::size_t(pattern_.nnz_blocks()) + 1, 0);
+  for (Index e = 0; e < num_tets_; ++e)
+    for (int a = 0; a < 4; ++a) {
+      const Index na = mesh.tets[4 * std::size_t(e) + a];
+      ++node_ptr[std::size_t(na) + 1];
+      for (int c = 0; c < 4; ++c) ++block_ptr[std::size_t(pattern_.Find(na, mesh.tets[4 * std::size_t(e) + c])) + 1];
+    }
+  for (std::size_t i = 1; i < node_ptr.size(); ++i) node_ptr[i] += node_ptr[i - 1];
+  for (std::size_t i = 1; i < block_ptr.size(); ++i) block_ptr[i] += block_ptr[i - 1];
+  std::vector<Index> node_refs(static_cast<std::size_t>(node_ptr.back())), block_refs(static_cast<std::size_t>(block_ptr.back()));
+  std::vector<Index> node_fill(node_ptr.begin(), node_ptr.end() - 1), block_fill(block_ptr.begin(), block_ptr.end() - 1);
+  for (Index e = 0; e < num_tets_; ++e)
+    for (int a = 0; a < 4; ++a) {
+      const Index na = mesh.tets[4 * std::size_t(e) + a];
+      node_refs[node_fill[na]++] = 4 * e + a;
+      for (int c = 0; c < 4; ++c) {
+        const Index k = pattern_.Find(na, mesh.tets[4 * std::size_t(e) + c]);
+        block_refs[block_fill[k]++] = 16 * e + 4 * a + c;
+      }
+    }
+  std::vector<Index> block_row(static_cast<std::size_t>(pattern_.nnz_blocks()));
+  for (Index r = 0; r < pattern_.block_rows; ++r)
+    for (Index k = pattern_.row_ptr[r]; k < pattern_.row_ptr[r + 1]; ++k) block_row[k] = r;
+  Backend* b = backend_;
+  tets_ = Array<Index>(b, mesh.tets);
+  node_ptr_ = Array<Index>(b, node_ptr);
+  node_refs_ = Array<Index>(b, node_refs);
+  block_ptr_ = Array<Index>(b, block_ptr);
+  block_refs_ = Array<Index>(b, block_refs);
+  block_row_ = Array<Index>(b, block_row);
+  bm_ = Array<Scalar>(b, bm);
+  volume_ = Array<Scalar>(b, vol);
+  mu_ = Array<Scalar>(b, std::vector<Scalar>(vol.size(), Scalar(material.Mu())));
+  lambda_ = Array<Scalar>(b, std::vector<Scalar>(vol.size(), Scalar(material.Lambda())));
+  mass_ = Array<Scalar>(b, mass_host_);
+  rotation_ = Array<Scalar>(b, num_tets_ * 9);
+  force_ = Array<Scalar>(b, num_tets_ * 12);
+  energy_ = Array<Scalar>(b, num_tets_);
+  ones_ = Array<Scalar>(b, std::vector<Scalar>(vol.size(), Scalar(1)));
+  zero_v_ = Array<Scalar>(b, std::vector<Scalar>(std::size_t(num_nodes_) * 3, Scalar(0)));
+}
+
+FemModel::~FemModel() = default;
+
+void FemModel::ComputeElements(const Array<Scalar>& x, bool with_energy) {
+  CONDSIM_CHECK(x.size() == 3 * num_nodes_, "fem: positions have " << x.size() << " entries, the mesh has "
+                                                                    << num_nodes_ << " nodes");
+  kernels_->Elements(num_tets_, FemElementOp{tets_.data(), x.data(), bm_.data(), volume_.data(), mu_.data(),
+                                             lambda_.data(), rotation_.data(), force_.data(),
+                                             with_energy ? energy_.data() : nullptr});
+}
+
+Scalar FemModel::ElasticForces(const Array<Scalar>& x, Array<Scalar>* f) {
+  CONDSIM_CHECK(f->size() == 3 * num_nodes_, "fem: force array has " << f->size() << " entries");
+  ComputeElements(x, true);
+  // b with v = 0, no mass terms: the gathered element forces
+  kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
+                                             zero_v_.data(), nullptr, Vec3(0, 0, 0), Scalar(0), f->data()});
+  return backend_->Dot(energy_, ones_);
+}
+
+void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar dt, const Vec3& gravity,
+                        const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b) {
+  CONDSIM_CHECK(std::isfinite(dt) && dt > 0, "fem: time step must be > 0 [s], got " << dt);
+  CONDSIM_CHECK(v.size() == 3 * num_nodes_ && b->size() == 3 * num_nodes_,
+                "fem: v and b need " << 3 * num_nodes_ << " entries");
+  CONDSIM_CHECK(f_ext == nullptr || f_ext->size() == 3 * num_nodes_, "fem: f_ext needs " << 3 * num_nodes_ << " entries");
+  CONDSIM_CHECK(a->pattern().nnz_blocks() == pattern_.nnz_blocks() && a->pattern().block_rows == pattern_.block_rows,
+                "fem: the matrix was not created from this model's pattern");
+  ComputeElements(x, false);
+  kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
+                                             v.data(), f_ext != nullptr ? f_ext->data() : nullptr, gravity,
+                                             Scalar(2) / dt, b->data()});
+  // A = (2/t + alpha) M + (t/2 + beta) K   (eq. 9 with Rayleigh damping)
+  kernels_->Blocks(pattern_.nnz_blocks(),
+                   FemBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(), a->col_idx().data(), bm_.data(),
+                              volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(),
+                              Scalar(2) / dt + Scalar(material_.rayleigh_alpha),
+                              dt / 2 + Scalar(material_.rayleigh_beta), a->mutable_values().data()});
+}
+
+}  // namespace condsim

@@ -1,0 +1,68 @@
+// A co-rotational linear FEM body (paper Sec. II-A, eq. 7-9) on a backend: rest data computed
+// once from the mesh, then per step the element rotations, elastic forces and the system
+//   A = M-hat + (t/2) K + D,   b = M-hat v_k + f_el(x_k) + M g + f_ext,   M-hat = 2M/t   (eq. 9)
+// with Rayleigh damping D = alpha M + beta K, assembled by gathers on the backend. A v-hat = b
+// (+ Jc^T lambda) gives the mid-step velocity; then x_{k+1} = x_k + t v-hat,
+// v_{k+1} = 2 v-hat - v_k. SI units: m, kg, s, Pa, N.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "condsim/backend.h"
+#include "models/fem/tet_mesh.h"
+
+namespace condsim {
+
+class FemKernels;
+
+struct FemMaterial {
+  double young = 1e5;          // Young's modulus E [Pa]
+  double poisson = 0.3;        // Poisson ratio nu, in (-1, 0.5)
+  double density = 1000;       // rho [kg/m^3]
+  double rayleigh_alpha = 0;   // mass-proportional damping [1/s]
+  double rayleigh_beta = 0;    // stiffness-proportional damping [s]
+  // throws condsim::Error naming `where` and the field
+  void Validate(const std::string& where) const;
+  double Mu() const { return young / (2 * (1 + poisson)); }
+  double Lambda() const { return young * poisson / ((1 + poisson) * (1 - 2 * poisson)); }
+};
+
+class FemModel {
+ public:
+  // validates the mesh and the material (errors name `source`)
+  FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& material,
+           const std::string& source = "fem body");
+  ~FemModel();
+
+  Index num_nodes() const { return num_nodes_; }
+  Index num_tets() const { return num_tets_; }
+  // the fixed 3x3-block pattern of A (node adjacency through elements)
+  const BlockPattern& pattern() const { return pattern_; }
+  // lumped node masses [kg] (rho V / 4 from each element)
+  const std::vector<Scalar>& lumped_mass() const { return mass_host_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // elastic forces at positions x (3 per node): f = -dE/dx [N]; returns the elastic energy [J]
+  Scalar ElasticForces(const Array<Scalar>& x, Array<Scalar>* f);
+  // assembles eq. 9 at (x_k, v_k) with step dt [s], gravity [m/s^2] and optional external
+  // nodal forces [N] into a (created from pattern()) and b
+  void Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar dt, const Vec3& gravity,
+                const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b);
+
+ private:
+  void ComputeElements(const Array<Scalar>& x, bool with_energy);
+
+  Backend* backend_;
+  FemMaterial material_;
+  std::unique_ptr<FemKernels> kernels_;
+  Index num_nodes_ = 0, num_tets_ = 0;
+  BlockPattern pattern_;
+  std::vector<Scalar> mass_host_;
+  std::vector<std::string> warnings_;
+  Array<Index> tets_, node_ptr_, node_refs_, block_ptr_, block_refs_, block_row_;
+  Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_;
+};
+
+}  // namespace condsim

@@ -1,0 +1,131 @@
+// Per-element, per-node and per-block functors of the co-rotational linear FEM (paper Sec. II-A,
+// eq. 7-9): element rotation by polar decomposition, elastic force, and assembly of A and b by
+// gathers in a fixed order (no atomics).
+#pragma once
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+
+namespace condsim {
+
+CONDSIM_HD_INLINE Mat3 LoadMat3(const Scalar* p) {
+  return Mat3(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+}
+CONDSIM_HD_INLINE void StoreMat3(Scalar* p, const Mat3& a) {
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) p[3 * i + j] = a(i, j);
+}
+CONDSIM_HD_INLINE Vec3 LoadNode(const Scalar* x, Index i) {
+  const Scalar* p = x + 3 * std::int64_t(i);
+  return Vec3(p[0], p[1], p[2]);
+}
+
+// one tetrahedron: F = Ds Bm, F = R S (polar), strain S - I, first Piola stress of the
+// corotated linear material P = R (2 mu (S - I) + lambda tr(S - I) I) (= dPsi/dF of
+// Psi = mu |S - I|^2 + lambda/2 tr(S - I)^2, the energy whose rotated-linear stiffness is eq. 8's
+// Je^T K Je), nodal forces f_a = -V P g_a with g_a = row a-1 of Bm (a = 1..3), f_0 = -sum
+struct FemElementOp {
+  const Index* tets;
+  const Scalar* x;
+  const Scalar* bm;      // 9 per element: inverse of the rest edge matrix
+  const Scalar* volume;  // rest volume [m^3]
+  const Scalar* mu;      // Lame parameters [Pa] per element
+  const Scalar* lambda;
+  Scalar* rotation;      // 9 per element
+  Scalar* force;         // 12 per element [N]
+  Scalar* energy;        // 1 per element [J]
+  CONDSIM_HD_INLINE void operator()(Index e) const {
+    const Index* t = tets + 4 * std::int64_t(e);
+    const Vec3 x0 = LoadNode(x, t[0]);
+    const Mat3 ds = Mat3::FromColumns(LoadNode(x, t[1]) - x0, LoadNode(x, t[2]) - x0, LoadNode(x, t[3]) - x0);
+    const Mat3 b = LoadMat3(bm + 9 * std::int64_t(e));
+    const Polar3 polar = ComputePolar(ds * b);
+    const Mat3 strain = polar.s - Mat3::Identity();
+    const Scalar tr = Trace(strain);
+    const Mat3 stress = 2 * mu[e] * strain + lambda[e] * tr * Mat3::Identity();
+    const Mat3 p = polar.r * stress;
+    // H = -V P Bm^T: column a-1 is the force on node a
+    const Mat3 h = (-volume[e]) * (p * Transpose(b));
+    Scalar* f = force + 12 * std::int64_t(e);
+    const Vec3 f1 = h.Col(0), f2 = h.Col(1), f3 = h.Col(2);
+    const Vec3 f0 = -(f1 + f2 + f3);
+    const Vec3 fs[4] = {f0, f1, f2, f3};
+    for (int a = 0; a < 4; ++a)
+      for (int c = 0; c < 3; ++c) f[3 * a + c] = fs[a][c];
+    StoreMat3(rotation + 9 * std::int64_t(e), polar.r);
+    if (energy != nullptr) {
+      Scalar ss = 0;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) ss += strain(i, j) * strain(i, j);
+      energy[e] = volume[e] * (mu[e] * ss + lambda[e] / 2 * tr * tr);
+    }
+  }
+};
+
+// gradient of shape function a (0..3) of an element from its Bm
+CONDSIM_HD_INLINE Vec3 ShapeGradient(const Mat3& bm, int a) {
+  if (a > 0) return bm.Row(a - 1);
+  return -(bm.Row(0) + bm.Row(1) + bm.Row(2));
+}
+
+// b of eq. 9 per node: b = (2 m / t) v_k + sum of element forces + m g + f_ext; the element
+// contributions of node i are refs[ptr[i] .. ptr[i+1]) = element * 4 + local node
+struct FemNodeRhsOp {
+  const Index* ptr;
+  const Index* refs;
+  const Scalar* force;
+  const Scalar* mass;
+  const Scalar* v;
+  const Scalar* f_ext;  // may be null
+  Vec3 gravity;
+  Scalar two_over_dt;
+  Scalar* b;
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    Vec3 f(0, 0, 0);
+    for (Index k = ptr[i]; k < ptr[i + 1]; ++k) f += LoadNode(force, refs[k]);
+    const Vec3 vi = LoadNode(v, i);
+    Vec3 out = (two_over_dt * mass[i]) * vi + f + mass[i] * gravity;
+    if (f_ext != nullptr) out += LoadNode(f_ext, i);
+    Scalar* p = b + 3 * std::int64_t(i);
+    p[0] = out[0];
+    p[1] = out[1];
+    p[2] = out[2];
+  }
+};
+
+// one 3x3 block (r, c) of A = (2/t + alpha) M + (t/2 + beta) K (eq. 9 with Rayleigh damping
+// alpha M + beta K): K_rc = sum over elements of V R [lambda g_a g_b^T + mu g_b g_a^T +
+// mu (g_a . g_b) I] R^T, the rotated linear-elastic stiffness; refs = element * 16 + a * 4 + b
+struct FemBlockOp {
+  const Index* ptr;
+  const Index* refs;
+  const Index* block_row;
+  const Index* col_idx;
+  const Scalar* bm;
+  const Scalar* volume;
+  const Scalar* mu;
+  const Scalar* lambda;
+  const Scalar* rotation;
+  const Scalar* mass;
+  Scalar mass_coeff;
+  Scalar stiffness_coeff;
+  Scalar* values;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    Mat3 sum;
+    for (Index q = ptr[k]; q < ptr[k + 1]; ++q) {
+      const Index ref = refs[q];
+      const Index e = ref / 16;
+      const int a = (ref / 4) % 4, c = ref % 4;
+      const Mat3 bme = LoadMat3(bm + 9 * std::int64_t(e));
+      const Vec3 ga = ShapeGradient(bme, a), gb = ShapeGradient(bme, c);
+      const Mat3 local = lambda[e] * Outer(ga, gb) + mu[e] * Outer(gb, ga) + (mu[e] * Dot(ga, gb)) * Mat3::Identity();
+      const Mat3 r = LoadMat3(rotation + 9 * std::int64_t(e));
+      sum = sum + volume[e] * (r * local * Transpose(r));
+    }
+    Mat3 out = stiffness_coeff * sum;
+    if (block_row[k] == col_idx[k]) out = out + (mass_coeff * mass[block_row[k]]) * Mat3::Identity();
+    StoreMat3(values + 9 * std::int64_t(k), out);
+  }
+};
+
+}  // namespace condsim
