@@ -14,6 +14,8 @@ class FemKernels {
   virtual void Elements(Index count, const FemElementOp& op) = 0;
   virtual void NodeRhs(Index count, const FemNodeRhsOp& op) = 0;
   virtual void Blocks(Index count, const FemBlockOp& op) = 0;
+  virtual void Midpoint(Index count, const MidpointOp& op) = 0;
+  virtual void NewtonRhs(Index count, const NewtonRhsOp& op) = 0;
 };
 
 std::unique_ptr<FemKernels> MakeCpuFemKernels(int threads);   // cpu/fem_cpu.cpp
@@ -32,6 +34,8 @@ class FemKernelsImpl final : public FemKernels {
   void Elements(Index count, const FemElementOp& op) override { exec_.For(count, op); }
   void NodeRhs(Index count, const FemNodeRhsOp& op) override { exec_.For(count, op); }
   void Blocks(Index count, const FemBlockOp& op) override { exec_.For(count, op); }
+  void Midpoint(Index count, const MidpointOp& op) override { exec_.For(count, op); }
+  void NewtonRhs(Index count, const NewtonRhsOp& op) override { exec_.For(count, op); }
 
  private:
   Exec exec_;

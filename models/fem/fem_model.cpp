@@ -88,6 +88,8 @@ FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& mat
   energy_ = Array<Scalar>(b, num_tets_);
   ones_ = Array<Scalar>(b, std::vector<Scalar>(vol.size(), Scalar(1)));
   zero_v_ = Array<Scalar>(b, std::vector<Scalar>(std::size_t(num_nodes_) * 3, Scalar(0)));
+  x_mid_ = Array<Scalar>(b, num_nodes_ * 3);
+  r_ = Array<Scalar>(b, num_nodes_ * 3);
 }
 
 FemModel::~FemModel() = default;
@@ -110,23 +112,37 @@ Scalar FemModel::ElasticForces(const Array<Scalar>& x, Array<Scalar>* f) {
 }
 
 void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar dt, const Vec3& gravity,
-                        const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b) {
+                        const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b,
+                        const Array<Scalar>* linearize_at) {
   CONDSIM_CHECK(std::isfinite(dt) && dt > 0, "fem: time step must be > 0 [s], got " << dt);
-  CONDSIM_CHECK(v.size() == 3 * num_nodes_ && b->size() == 3 * num_nodes_,
-                "fem: v and b need " << 3 * num_nodes_ << " entries");
-  CONDSIM_CHECK(f_ext == nullptr || f_ext->size() == 3 * num_nodes_, "fem: f_ext needs " << 3 * num_nodes_ << " entries");
+  const Index n = 3 * num_nodes_;
+  CONDSIM_CHECK(v.size() == n && b->size() == n, "fem: v and b need " << n << " entries");
+  CONDSIM_CHECK(f_ext == nullptr || f_ext->size() == n, "fem: f_ext needs " << n << " entries");
+  CONDSIM_CHECK(linearize_at == nullptr || linearize_at->size() == n, "fem: the linearization point needs " << n << " entries");
   CONDSIM_CHECK(a->pattern().nnz_blocks() == pattern_.nnz_blocks() && a->pattern().block_rows == pattern_.block_rows,
                 "fem: the matrix was not created from this model's pattern");
-  ComputeElements(x, false);
+  if (linearize_at != nullptr) {
+    kernels_->Midpoint(n, MidpointOp{x.data(), linearize_at->data(), dt / 2, x_mid_.data()});
+    ComputeElements(x_mid_, false);
+  } else {
+    ComputeElements(x, false);
+  }
   kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
                                              v.data(), f_ext != nullptr ? f_ext->data() : nullptr, gravity,
                                              Scalar(2) / dt, b->data()});
   // A = (2/t + alpha) M + (t/2 + beta) K   (eq. 9 with Rayleigh damping)
+  const Scalar mass_coeff = Scalar(2) / dt + Scalar(material_.rayleigh_alpha);
+  const Scalar stiffness_coeff = dt / 2 + Scalar(material_.rayleigh_beta);
   kernels_->Blocks(pattern_.nnz_blocks(),
                    FemBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(), a->col_idx().data(), bm_.data(),
-                              volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(),
-                              Scalar(2) / dt + Scalar(material_.rayleigh_alpha),
-                              dt / 2 + Scalar(material_.rayleigh_beta), a->mutable_values().data()});
+                              volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(), mass_coeff,
+                              stiffness_coeff, a->mutable_values().data()});
+  if (linearize_at != nullptr) {
+    // Newton (eq. 10): b += (t/2) K v-hat, from A v-hat without the mass part
+    a->Multiply(1, *linearize_at, 0, &r_);
+    kernels_->NewtonRhs(n, NewtonRhsOp{mass_.data(), linearize_at->data(), r_.data(), mass_coeff,
+                                       (dt / 2) / stiffness_coeff, b->data()});
+  }
 }
 
 }  // namespace condsim

@@ -47,9 +47,13 @@ class FemModel {
   // elastic forces at positions x (3 per node): f = -dE/dx [N]; returns the elastic energy [J]
   Scalar ElasticForces(const Array<Scalar>& x, Array<Scalar>* f);
   // assembles eq. 9 at (x_k, v_k) with step dt [s], gravity [m/s^2] and optional external
-  // nodal forces [N] into a (created from pattern()) and b
+  // nodal forces [N] into a (created from pattern()) and b. With `linearize_at` = a guess of
+  // v-hat, it assembles the Newton step of the nonlinear midpoint equation instead (eq. 10):
+  // elements at x_mid = x_k + (t/2) v-hat, b += (t/2) K v-hat; iterating it to convergence gives
+  // the implicit midpoint rule (exact angular momentum), one iteration from v-hat = 0 is eq. 9.
   void Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar dt, const Vec3& gravity,
-                const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b);
+                const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b,
+                const Array<Scalar>* linearize_at = nullptr);
 
  private:
   void ComputeElements(const Array<Scalar>& x, bool with_energy);
@@ -62,7 +66,7 @@ class FemModel {
   std::vector<Scalar> mass_host_;
   std::vector<std::string> warnings_;
   Array<Index> tets_, node_ptr_, node_refs_, block_ptr_, block_refs_, block_row_;
-  Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_;
+  Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_, x_mid_, r_;
 };
 
 }  // namespace condsim

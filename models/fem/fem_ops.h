@@ -128,4 +128,27 @@ struct FemBlockOp {
   }
 };
 
+// x_mid = x + (t/2) v-hat per DOF: the midpoint at which a Newton iteration linearizes (eq. 10)
+struct MidpointOp {
+  const Scalar* x;
+  const Scalar* vhat;
+  Scalar half_dt;
+  Scalar* x_mid;
+  CONDSIM_HD_INLINE void operator()(Index k) const { x_mid[k] = x[k] + half_dt * vhat[k]; }
+};
+
+// the Newton right-hand side (eq. 10): b += s (A v-hat - c_M M v-hat), which adds (t/2) K v-hat
+// given A = c_M M + (t/2 + beta) K and s = (t/2) / (t/2 + beta); r = A v-hat
+struct NewtonRhsOp {
+  const Scalar* mass;
+  const Scalar* vhat;
+  const Scalar* r;
+  Scalar mass_coeff;
+  Scalar scale;
+  Scalar* b;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    b[k] += scale * (r[k] - mass_coeff * mass[k / 3] * vhat[k]);
+  }
+};
+
 }  // namespace condsim
