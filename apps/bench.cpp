@@ -13,6 +13,7 @@
 #include "apps/args.h"
 #include "condsim/backend.h"
 #include "models/cond/cond_solver.h"
+#include "models/fem/fem_model.h"
 #include "models/mass_spring/mass_spring.h"
 
 namespace condsim::app {
@@ -130,15 +131,39 @@ int BenchSolver(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
   return 0;
 }
 
+// `bench fem`: one co-rotational FEM assembly (elements + b + A) per step on box meshes of about
+// min..max tetrahedra (factors of 10): median time per assembly and per element
+int BenchFem(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, Index min_tets,
+             Index max_tets, int reps, int threads) {
+  std::printf("%-26s %10s %10s %12s %12s\n", "backend", "tets", "nodes", "assemble_ms", "ns/tet");
+  for (Index tets = min_tets; tets <= max_tets; tets = tets > max_tets / 10 ? max_tets + 1 : tets * 10) {
+    const Index side = std::max<Index>(1, Index(std::cbrt(double(tets) / 6) + 0.5));
+    const TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(1, 1, 1), side, side, side);
+    for (const auto& [choice, format] : configs) {
+      const Target target = MakeTarget(choice, format, threads);
+      Backend& b = *target.backend;
+      FemModel fem(&b, mesh, FemMaterial(), "bench box");
+      auto a = b.CreateMatrix(fem.pattern());
+      Array<Scalar> x(&b, mesh.x), v(&b, std::vector<Scalar>(mesh.x.size(), 0)), rhs(&b, Index(mesh.x.size()));
+      const double t = MedianSeconds(reps, b, [&] { fem.Assemble(x, v, 0.01, Vec3(0, 0, -9.81), nullptr, a.get(), &rhs); });
+      std::printf("%-26s %10d %10d %12.3f %12.1f\n", target.name.c_str(), mesh.num_tets(), mesh.num_nodes(), t * 1e3,
+                  t / mesh.num_tets() * 1e9);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--reps", "--threads", "--seed"},
+  const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
+                   "--threads", "--seed"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector|solver [--backend cpu|cuda|all] [--min-rows 1e4]\n"
-                 "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--reps 20] [--threads N]\n"
-                 "       [--seed S]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver|fem [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+                 "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--min-tets 1e4]\n"
+                 "       [--max-tets 1e6] [--reps 20] [--threads N] [--seed S]\n"
+                 "fem: co-rotational FEM assembly per step on box meshes, time per assembly and per element.\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
                  "and the per-iteration cost in SpMVs of the same matrix.\n"
                  "SpMV: 3x3-block 7-point grid matrices; on cuda every SpMV path (csr, bsr,\n"
@@ -147,8 +172,8 @@ int RunBench(const std::vector<std::string>& argv) {
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
-  if (what != "spmv" && what != "vector" && what != "solver") {
-    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver)");
+  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem") {
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem)");
   }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
@@ -164,7 +189,7 @@ int RunBench(const std::vector<std::string>& argv) {
     const CudaProbe probe = ProbeCuda(0);
     if (probe.usable) {
       for (SpmvFormat f : {SpmvFormat::kCsr, SpmvFormat::kBsr, SpmvFormat::kRowLoop}) {
-        if (what != "spmv" && f != SpmvFormat::kCsr) continue;
+        if (what != "spmv" && what != "solver" && f != SpmvFormat::kCsr) continue;
         configs.push_back({BackendChoice::kCuda, f});
       }
     } else if (which == "cuda") {
@@ -176,6 +201,10 @@ int RunBench(const std::vector<std::string>& argv) {
   if (which != "cpu" && which != "cuda" && which != "all") throw Error("bench: --backend must be cpu, cuda or all");
 
   std::printf("# condsim bench %s: median of %d reps, Scalar = %zu bytes\n", what.c_str(), reps, sizeof(Scalar));
+  if (what == "fem") {
+    return BenchFem(configs, Index(args.GetInt("--min-tets", 10000, 6, 100000000)),
+                    Index(args.GetInt("--max-tets", 1000000, 6, 100000000)), reps, threads);
+  }
   if (what == "solver") {
     return BenchSolver(configs, Index(args.GetInt("--min-dofs", 1000, 12, 100000000)),
                        Index(args.GetInt("--max-dofs", 1000000, 12, 100000000)), reps, threads, rng);

@@ -68,6 +68,7 @@ class FemStepper {
   void set_v(const std::vector<Scalar>& v) { v_.CopyFromHost(v); }
   std::vector<Scalar> impulses() const { return solver_.Impulses(); }
   FemModel& model() { return model_; }
+  Backend& backend() { return *backend_; }
   double ElasticEnergy() {
     Array<Scalar> f(backend_.get(), x_.size());
     return model_.ElasticForces(x_, &f);
@@ -180,6 +181,37 @@ TEST(FemDynamics, CubeDroppedOnAPlaneRestsWithItsWeight) {
             << "), min z " << min_z << " m\n";
   EXPECT_NEAR(total * dt, mass * g * dt, 1e-6 * mass * g * dt);
   EXPECT_GT(min_z, -1e-5);  // penetration below 0.01 mm
+}
+
+TEST(FemDynamics, BodyHangingFromAttachmentsCarriesItsWeight) {
+  // top-face nodes attached to their rest positions (eq. 7 springs, 200 N/m each, implicit)
+  const TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.04, 0.04, 0.04), 2, 2, 2);
+  CondParams params;
+  params.theta_threshold = 1e-12;
+  params.max_iterations = 100000;
+  FemStepper sim(mesh, Soft(10, 0.01), params);
+  std::vector<Index> top;
+  std::vector<Scalar> target;
+  for (Index i = 0; i < mesh.num_nodes(); ++i)
+    if (mesh.Node(i)[2] > 0.04 - 1e-12) {
+      top.push_back(i);
+      for (int c = 0; c < 3; ++c) target.push_back(mesh.x[3 * std::size_t(i) + c]);
+    }
+  const Scalar k = 200;
+  sim.model().SetAttachments(top, std::vector<Scalar>(top.size(), k));
+  sim.model().SetAttachmentTargets(target, std::vector<Scalar>(target.size(), 0));
+  const Scalar g = 9.81;
+  double mass = 0;
+  for (Scalar mi : sim.model().lumped_mass()) mass += mi;
+  for (int step = 0; step < 400; ++step) ASSERT_TRUE(sim.Step(0.01, Vec3(0, 0, -g), 0, 0).converged);
+  // static balance: the springs carry the weight, k sum (p - x) = m g
+  const auto x = sim.x();
+  Vec3 spring(0, 0, 0);
+  for (std::size_t q = 0; q < top.size(); ++q)
+    for (int c = 0; c < 3; ++c) spring[c] += k * (target[3 * q + c] - x[3 * std::size_t(top[q]) + c]);
+  EXPECT_NEAR(spring[2], mass * g, 1e-6 * mass * g);
+  EXPECT_NEAR(spring[0], 0, 1e-9);
+  EXPECT_NEAR(spring[1], 0, 1e-9);
 }
 
 }  // namespace

@@ -9,6 +9,10 @@
 // - mesh generators and validation errors.
 #include "models/fem/fem_model.h"
 
+#include <Eigen/SparseCholesky>
+
+#include "models/cond/cond_solver.h"
+
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -320,6 +324,112 @@ TEST(FemMesh, ValidationNamesTheProblem) {
   FemMaterial bad = Rubber();
   bad.poisson = 0.5;
   EXPECT_THROW(bad.Validate("body"), Error);
+}
+
+}  // namespace
+}  // namespace condsim
+
+namespace condsim {
+namespace {
+
+// static cantilever under its own weight through the assembled system: with t -> large,
+// A = 2M/t + (t/2) K is (t/2) K to 1e-12, b = M g, so the displacement is u = (t/2) v-hat; the
+// clamped end is a set of prescribed (pinned) nodes. Reference: Euler-Bernoulli tip deflection
+// q L^4 / (8 E I) with q = rho g A, I = h^4 / 12 (nu = 0: the beam theory's uniaxial stress)
+double CantileverTip(Index nx, Index nh, std::vector<double>* table) {
+  const double length = 1.0, h = 0.1, young = 1e6, rho = 100, g = 9.81;
+  const TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(length, h, h), nx, nh, nh);
+  FemMaterial mat;
+  mat.young = young;
+  mat.poisson = 0.0;
+  mat.density = rho;
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  FemModel fem(backend.get(), mesh, mat, "cantilever");
+  std::vector<Index> clamped;
+  for (Index i = 0; i < mesh.num_nodes(); ++i)
+    if (mesh.Node(i)[0] < 1e-12) clamped.push_back(i);
+  fem.SetPrescribedNodes(clamped);
+  fem.SetPrescribedVelocities(std::vector<Scalar>(3 * clamped.size(), 0));
+  const Scalar dt = 1e6;
+  auto a = backend->CreateMatrix(fem.pattern());
+  Array<Scalar> x(backend.get(), mesh.x), v(backend.get(), std::vector<Scalar>(mesh.x.size(), 0)), b(backend.get(), Index(mesh.x.size()));
+  fem.Assemble(x, v, dt, Vec3(0, 0, -g), nullptr, a.get(), &b);
+  // sparse direct solve (Eigen) as the reference linear solver
+  const BlockPattern& p = a->pattern();
+  const std::vector<Scalar> vals = a->values().ToHost(), rhs = b.ToHost();
+  std::vector<Eigen::Triplet<double>> t;
+  for (Index r = 0; r < p.block_rows; ++r)
+    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) t.emplace_back(3 * r + i, 3 * p.col_idx[k] + j, vals[9 * std::size_t(k) + 3 * i + j]);
+  Eigen::SparseMatrix<double> sa(p.rows(), p.cols());
+  sa.setFromTriplets(t.begin(), t.end());
+  Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(sa);
+  const Eigen::VectorXd vhat = ldlt.solve(Eigen::Map<const Eigen::VectorXd>(rhs.data(), rhs.size()));
+  // mean vertical displacement of the tip face
+  double tip = 0;
+  int count = 0;
+  for (Index i = 0; i < mesh.num_nodes(); ++i)
+    if (mesh.Node(i)[0] > length - 1e-12) {
+      tip += dt / 2 * vhat[3 * i + 2];
+      ++count;
+    }
+  tip /= count;
+  const double reference = rho * g * h * h * std::pow(length, 4) / (8 * young * std::pow(h, 4) / 12);
+  if (table != nullptr) table->push_back(-tip / reference);
+  return -tip / reference;
+}
+
+TEST(FemCantilever, TipDeflectionConvergesToEulerBernoulli) {
+  std::vector<double> ratio;
+  const Index res[3][2] = {{24, 3}, {48, 6}, {96, 12}};
+  for (const auto& r : res) CantileverTip(r[0], r[1], &ratio);
+  std::cout << "[ info     ] tip deflection / Euler-Bernoulli: 24x3x3 " << ratio[0] << ", 48x6x6 " << ratio[1]
+            << ", 96x12x12 " << ratio[2] << "\n";
+  // linear tetrahedra are too stiff in bending and converge from below
+  EXPECT_LT(ratio[0], ratio[1]);
+  EXPECT_LT(ratio[1], ratio[2]);
+  EXPECT_NEAR(ratio[2], 1.0, 0.05);
+}
+
+TEST(FemBoundary, DrivenNodesFollowTheirTrajectoryAndBadInputIsRejected) {
+  const TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.1, 0.1, 0.1), 2, 2, 2);
+  FemMaterial mat;
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  FemModel fem(backend.get(), mesh, mat, "driven");
+  fem.SetPrescribedNodes({0, 5});
+  EXPECT_THROW(fem.SetPrescribedNodes({0, 0}), Error);
+  EXPECT_THROW(fem.SetPrescribedNodes({99}), Error);
+  EXPECT_THROW(fem.SetPrescribedVelocities({1, 2, 3}), Error);
+  EXPECT_THROW(fem.SetAttachments({1}, {-5}), Error);
+  // node 0 pinned, node 5 driven on a circle: v-hat = (p(t_{k+1}) - x_k) / t lands on p exactly
+  auto a = backend->CreateMatrix(fem.pattern());
+  Array<Scalar> x(backend.get(), mesh.x), v(backend.get(), std::vector<Scalar>(mesh.x.size(), 0)), b(backend.get(), Index(mesh.x.size()));
+  Array<Scalar> vhat(backend.get(), Index(mesh.x.size()));
+  CondParams params;
+  params.theta_threshold = 1e-13;
+  params.max_iterations = 100000;
+  CondSolver solver(backend.get(), params);
+  const Scalar dt = 0.01;
+  const Vec3 x5 = mesh.Node(5);
+  for (int step = 0; step < 20; ++step) {
+    const std::vector<Scalar> xh = x.ToHost();
+    const double ang = 0.5 * (step + 1) * dt;
+    const Vec3 target = x5 + Vec3(0.02 * std::sin(ang * 10), 0.02 * (1 - std::cos(ang * 10)), 0);
+    std::vector<Scalar> pv = {0, 0, 0};
+    for (int c = 0; c < 3; ++c) pv.push_back((target[c] - xh[15 + c]) / dt);
+    fem.SetPrescribedVelocities(pv);
+    fem.Assemble(x, v, dt, Vec3(0, 0, -9.81), nullptr, a.get(), &b);
+    backend->Copy(v, &vhat);
+    ASSERT_TRUE(solver.Solve(*a, b, &vhat).converged);
+    backend->Axpby(dt, vhat, 1, &x);
+    backend->Axpby(2, vhat, -1, &v);
+    const std::vector<Scalar> xn = x.ToHost();
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_NEAR(xn[15 + c], target[c], 1e-12);
+      EXPECT_NEAR(xn[c], mesh.x[c], 1e-15);
+    }
+  }
 }
 
 }  // namespace

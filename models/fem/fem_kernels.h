@@ -16,6 +16,8 @@ class FemKernels {
   virtual void Blocks(Index count, const FemBlockOp& op) = 0;
   virtual void Midpoint(Index count, const MidpointOp& op) = 0;
   virtual void NewtonRhs(Index count, const NewtonRhsOp& op) = 0;
+  virtual void Dirichlet(Index count, const DirichletRowOp& op) = 0;
+  virtual void Attach(Index count, const AttachOp& op) = 0;
 };
 
 std::unique_ptr<FemKernels> MakeCpuFemKernels(int threads);   // cpu/fem_cpu.cpp
@@ -36,6 +38,8 @@ class FemKernelsImpl final : public FemKernels {
   void Blocks(Index count, const FemBlockOp& op) override { exec_.For(count, op); }
   void Midpoint(Index count, const MidpointOp& op) override { exec_.For(count, op); }
   void NewtonRhs(Index count, const NewtonRhsOp& op) override { exec_.For(count, op); }
+  void Dirichlet(Index count, const DirichletRowOp& op) override { exec_.For(count, op); }
+  void Attach(Index count, const AttachOp& op) override { exec_.For(count, op); }
 
  private:
   Exec exec_;

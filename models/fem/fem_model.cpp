@@ -90,6 +90,59 @@ FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& mat
   zero_v_ = Array<Scalar>(b, std::vector<Scalar>(std::size_t(num_nodes_) * 3, Scalar(0)));
   x_mid_ = Array<Scalar>(b, num_nodes_ * 3);
   r_ = Array<Scalar>(b, num_nodes_ * 3);
+  SetPrescribedNodes({});
+}
+
+void FemModel::SetPrescribedNodes(const std::vector<Index>& nodes) {
+  std::vector<unsigned char> flag(static_cast<std::size_t>(num_nodes_), 0);
+  for (Index i : nodes) {
+    CONDSIM_CHECK(i >= 0 && i < num_nodes_, "fem: prescribed node " << i << " is not a node (0.." << num_nodes_ - 1 << ")");
+    CONDSIM_CHECK(!flag[i], "fem: node " << i << " is prescribed twice");
+    flag[i] = 1;
+  }
+  prescribed_nodes_ = nodes;
+  prescribed_ = Array<unsigned char>(backend_, flag);
+  v_prescribed_ = Array<Scalar>(backend_, std::vector<Scalar>(std::size_t(num_nodes_) * 3, Scalar(0)));
+}
+
+void FemModel::SetPrescribedVelocities(const std::vector<Scalar>& v) {
+  CONDSIM_CHECK(v.size() == 3 * prescribed_nodes_.size(),
+                "fem: " << v.size() << " prescribed velocity values for " << prescribed_nodes_.size() << " nodes (3 each)");
+  std::vector<Scalar> all(std::size_t(num_nodes_) * 3, Scalar(0));
+  for (std::size_t q = 0; q < prescribed_nodes_.size(); ++q)
+    for (int c = 0; c < 3; ++c) {
+      CONDSIM_CHECK(std::isfinite(v[3 * q + c]), "fem: prescribed velocity of node " << prescribed_nodes_[q] << " is not finite");
+      all[3 * std::size_t(prescribed_nodes_[q]) + c] = v[3 * q + c];
+    }
+  v_prescribed_.CopyFromHost(all);
+}
+
+void FemModel::SetAttachments(const std::vector<Index>& nodes, const std::vector<Scalar>& stiffness) {
+  CONDSIM_CHECK(nodes.size() == stiffness.size(), "fem: " << nodes.size() << " attached nodes but " << stiffness.size() << " stiffnesses");
+  std::vector<Index> block(nodes.size());
+  for (std::size_t q = 0; q < nodes.size(); ++q) {
+    CONDSIM_CHECK(nodes[q] >= 0 && nodes[q] < num_nodes_, "fem: attached node " << nodes[q] << " is not a node");
+    CONDSIM_CHECK(std::isfinite(stiffness[q]) && stiffness[q] > 0, "fem: attachment " << q << " needs a stiffness > 0 [N/m]");
+    for (std::size_t p = 0; p < q; ++p) CONDSIM_CHECK(nodes[p] != nodes[q], "fem: node " << nodes[q] << " is attached twice");
+    block[q] = pattern_.Find(nodes[q], nodes[q]);
+  }
+  num_attached_ = static_cast<Index>(nodes.size());
+  attach_nodes_ = Array<Index>(backend_, nodes);
+  attach_block_ = Array<Index>(backend_, block);
+  attach_k_ = Array<Scalar>(backend_, stiffness);
+  attach_p_ = Array<Scalar>(backend_, num_attached_ * 3);
+  attach_v_ = Array<Scalar>(backend_, std::vector<Scalar>(nodes.size() * 3, Scalar(0)));
+  backend_->Fill(0, &attach_p_);
+}
+
+void FemModel::SetAttachmentTargets(const std::vector<Scalar>& p, const std::vector<Scalar>& v) {
+  CONDSIM_CHECK(p.size() == 3 * std::size_t(num_attached_) && v.size() == p.size(),
+                "fem: attachment targets need 3 positions and 3 velocities per attachment (" << num_attached_ << ")");
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    CONDSIM_CHECK(std::isfinite(p[k]) && std::isfinite(v[k]), "fem: attachment target " << k / 3 << " is not finite");
+  }
+  attach_p_.CopyFromHost(p);
+  attach_v_.CopyFromHost(v);
 }
 
 FemModel::~FemModel() = default;
@@ -142,6 +195,14 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
     a->Multiply(1, *linearize_at, 0, &r_);
     kernels_->NewtonRhs(n, NewtonRhsOp{mass_.data(), linearize_at->data(), r_.data(), mass_coeff,
                                        (dt / 2) / stiffness_coeff, b->data()});
+  }
+  if (num_attached_ > 0) {
+    kernels_->Attach(num_attached_, AttachOp{attach_nodes_.data(), attach_block_.data(), attach_k_.data(), attach_p_.data(),
+                                             attach_v_.data(), x.data(), dt / 2, a->mutable_values().data(), b->data()});
+  }
+  if (!prescribed_nodes_.empty()) {
+    kernels_->Dirichlet(num_nodes_, DirichletRowOp{a->row_ptr().data(), a->col_idx().data(), prescribed_.data(),
+                                                   v_prescribed_.data(), a->mutable_values().data(), b->data()});
   }
 }
 

@@ -44,6 +44,17 @@ class FemModel {
   const std::vector<Scalar>& lumped_mass() const { return mass_host_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
+  // boundary conditions (applied by Assemble, after the elements): nodes with a prescribed
+  // mid-step velocity (pinned: 0 m/s; driven along p(t): (p(t_{k+1}) - x_k) / t), and nodes
+  // attached to target points by springs of stiffness k [N/m] (eq. 7, implicit, so stiff
+  // attachments are stable at t = 10 ms)
+  void SetPrescribedNodes(const std::vector<Index>& nodes);
+  void SetAttachments(const std::vector<Index>& nodes, const std::vector<Scalar>& stiffness);
+  // per step: prescribed velocities (3 per prescribed node, in SetPrescribedNodes order) and
+  // attachment targets p_k and mid-step target velocities (3 per attachment each)
+  void SetPrescribedVelocities(const std::vector<Scalar>& v);
+  void SetAttachmentTargets(const std::vector<Scalar>& p, const std::vector<Scalar>& v);
+
   // elastic forces at positions x (3 per node): f = -dE/dx [N]; returns the elastic energy [J]
   Scalar ElasticForces(const Array<Scalar>& x, Array<Scalar>* f);
   // assembles eq. 9 at (x_k, v_k) with step dt [s], gravity [m/s^2] and optional external
@@ -67,6 +78,13 @@ class FemModel {
   std::vector<std::string> warnings_;
   Array<Index> tets_, node_ptr_, node_refs_, block_ptr_, block_refs_, block_row_;
   Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_, x_mid_, r_;
+  // boundary conditions
+  std::vector<Index> prescribed_nodes_;
+  Array<unsigned char> prescribed_;
+  Array<Scalar> v_prescribed_;
+  Index num_attached_ = 0;
+  Array<Index> attach_nodes_, attach_block_;
+  Array<Scalar> attach_k_, attach_p_, attach_v_;
 };
 
 }  // namespace condsim

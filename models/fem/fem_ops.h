@@ -151,4 +151,71 @@ struct NewtonRhsOp {
   }
 };
 
+// prescribed mid-step velocities (pinned nodes: 0; driven nodes: (p(t_{k+1}) - x_k) / t),
+// eliminated symmetrically so that A stays SPD: a prescribed block row becomes s I with
+// b = s v (s = mean diagonal of its diagonal block); a free row moves its blocks in prescribed
+// columns to the right-hand side, b_r -= A_rc v_c, and zeroes them
+struct DirichletRowOp {
+  const Index* row_ptr;
+  const Index* col_idx;
+  const unsigned char* prescribed;
+  const Scalar* v_prescribed;
+  Scalar* values;
+  Scalar* b;
+  CONDSIM_HD_INLINE void operator()(Index r) const {
+    Scalar* br = b + 3 * std::int64_t(r);
+    for (Index k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+      const Index c = col_idx[k];
+      Scalar* a = values + 9 * std::int64_t(k);
+      if (prescribed[r]) {
+        if (c == r) {
+          const Scalar s = (a[0] + a[4] + a[8]) / 3;
+          const Vec3 v = LoadNode(v_prescribed, r);
+          for (int e = 0; e < 9; ++e) a[e] = (e % 4 == 0) ? s : Scalar(0);
+          br[0] = s * v[0];
+          br[1] = s * v[1];
+          br[2] = s * v[2];
+        } else {
+          for (int e = 0; e < 9; ++e) a[e] = 0;
+        }
+      } else if (prescribed[c]) {
+        const Vec3 v = LoadNode(v_prescribed, c);
+        const Vec3 av = LoadMat3(a) * v;
+        br[0] -= av[0];
+        br[1] -= av[1];
+        br[2] -= av[2];
+        for (int e = 0; e < 9; ++e) a[e] = 0;
+      }
+    }
+  }
+};
+
+// a node attached to a moving target point by the constraint potential of eq. 7,
+// psi = k/2 |x - p|^2: eq. 8-9 add (t/2) k I to the node's diagonal block of A and
+// -k (x_k - p_k) + (t/2) k v_p to b (v_p = the target's mid-step velocity)
+struct AttachOp {
+  const Index* nodes;
+  const Index* diag_block;  // index of the node's diagonal block in the pattern
+  const Scalar* stiffness;  // k [N/m] per attachment
+  const Scalar* target;     // p_k, 3 per attachment
+  const Scalar* target_v;   // v_p, 3 per attachment
+  const Scalar* x;
+  Scalar half_dt;
+  Scalar* values;
+  Scalar* b;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = nodes[q];
+    const Scalar k = stiffness[q];
+    Scalar* a = values + 9 * std::int64_t(diag_block[q]);
+    a[0] += half_dt * k;
+    a[4] += half_dt * k;
+    a[8] += half_dt * k;
+    const Vec3 f = (-k) * (LoadNode(x, i) - LoadNode(target, q)) + (half_dt * k) * LoadNode(target_v, q);
+    Scalar* bi = b + 3 * std::int64_t(i);
+    bi[0] += f[0];
+    bi[1] += f[1];
+    bi[2] += f[2];
+  }
+};
+
 }  // namespace condsim
