@@ -18,11 +18,11 @@ class Error : public std::runtime_error {
 };
 
 namespace internal {
-[[noreturn]] inline void ThrowCheckFailure(const char* file, int line, const char* condition,
+// messages are written for users (they name the input and the field); the failing condition and
+// source location are kept out of them
+[[noreturn]] inline void ThrowCheckFailure(const char* /*file*/, int /*line*/, const char* /*condition*/,
                                            const std::string& message) {
-  std::ostringstream out;
-  out << message << " [check '" << condition << "' failed at " << file << ":" << line << "]";
-  throw Error(out.str());
+  throw Error(message);
 }
 }  // namespace internal
 

@@ -1,0 +1,46 @@
+// Tetrahedral mesh input: TetGen .node/.ele, Gmsh .msh (2.2 and 4.1 ASCII), legacy VTK
+// unstructured grids (ASCII), and surface meshes (.stl ASCII/binary, .obj, .off, .ply ASCII)
+// tetrahedralized with the TetGen library when condsim was built with it. Coordinates are taken
+// as metres. Errors name the file and line; notes (ignored element types, flipped orientation,
+// unused nodes) are returned with the mesh.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/fem/tet_mesh.h"
+
+namespace condsim {
+
+struct MeshReadResult {
+  TetMesh mesh;
+  std::vector<std::string> notes;
+};
+
+struct TetgenOptions {
+  double max_volume = 0;         // largest tetrahedron volume [m^3]; 0 = no limit
+  double radius_edge_ratio = 1.5;  // quality bound (TetGen -q)
+};
+
+// reads any supported format, chosen by the file extension (.node and .ele name the same TetGen
+// pair); validates the result (ValidateMesh) and throws condsim::Error on any problem
+MeshReadResult ReadTetMesh(const std::string& path, const TetgenOptions& tetgen = {});
+
+// the individual readers (no validation)
+MeshReadResult ReadTetgen(const std::string& node_path, const std::string& ele_path);
+MeshReadResult ReadGmsh(const std::string& path);
+MeshReadResult ReadVtk(const std::string& path);
+
+// a closed triangle surface (3 coordinates per vertex, 3 indices per triangle)
+struct SurfaceMesh {
+  std::vector<double> x;
+  std::vector<Index> triangles;
+};
+SurfaceMesh ReadSurface(const std::string& path);
+// tetrahedralizes a closed surface with TetGen; throws when condsim was built without TetGen
+MeshReadResult Tetrahedralize(const SurfaceMesh& surface, const TetgenOptions& options, const std::string& source);
+
+// true when the TetGen library was found at build time
+bool HaveTetgen();
+
+}  // namespace condsim
