@@ -8,6 +8,7 @@
 // - A and b of eq. 9 (mass, symmetry, positive definiteness) against a dense Eigen reference;
 // - mesh generators and validation errors.
 #include "models/fem/fem_model.h"
+#include "models/fem/fem_ops.h"
 
 #include <Eigen/SparseCholesky>
 
@@ -160,6 +161,47 @@ TEST(FemStiffness, MatchesFiniteDifferencesOfTheForces) {
   for (std::size_t c = 0; c < x.size(); ++c) x[c] += d[c];
   const Eigen::MatrixXd k2 = Stiffness(fem, x, 0.01), fd2 = FiniteDifferenceJacobian(fem, x);
   EXPECT_LT((k2 - fd2).norm() / k2.norm(), 1e-2);
+}
+
+TEST(FemStiffness, RotatedStiffnessPlusGeometricTermIsTheExactHessian) {
+  auto rng = test::Rng();
+  const TetMesh mesh = IrregularBox(rng, 2, 0.1);
+  const FemMaterial mat = Rubber();
+  FemFixture fem(mesh, mat);
+  // a large deformation (10%) on top of a rotation
+  std::vector<Scalar> x = Transform(mesh, RandomRotation(rng), Vec3(0.5, 0, 0));
+  const auto d = test::RandomVector(rng, Index(x.size()), -0.01, 0.01);
+  for (std::size_t c = 0; c < x.size(); ++c) x[c] += d[c];
+  const Eigen::MatrixXd k = Stiffness(fem, x, 0.01), fd = FiniteDifferenceJacobian(fem, x);
+  // G per element (GeometricStiffness), assembled densely here
+  Eigen::MatrixXd g = Eigen::MatrixXd::Zero(x.size(), x.size());
+  auto node = [&](const std::vector<Scalar>& p, Index i) { return Vec3(p[3 * i], p[3 * i + 1], p[3 * i + 2]); };
+  for (Index e = 0; e < mesh.num_tets(); ++e) {
+    const Index* t = mesh.tets.data() + 4 * e;
+    const Mat3 dm = Mat3::FromColumns(mesh.Node(t[1]) - mesh.Node(t[0]), mesh.Node(t[2]) - mesh.Node(t[0]), mesh.Node(t[3]) - mesh.Node(t[0]));
+    const Mat3 ds = Mat3::FromColumns(node(x, t[1]) - node(x, t[0]), node(x, t[2]) - node(x, t[0]), node(x, t[3]) - node(x, t[0]));
+    const Mat3 bm = Inverse(dm);
+    const Mat12 ge = GeometricStiffness(ds * bm, bm, Determinant(dm) / 6, mat.Mu(), mat.Lambda());
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b)
+        for (int i = 0; i < 3; ++i)
+          for (int j = 0; j < 3; ++j) g(3 * t[a] + i, 3 * t[b] + j) += ge.m[12 * (3 * a + i) + 3 * b + j];
+  }
+  EXPECT_GT((k - fd).norm() / fd.norm(), 1e-3);          // R K0 R^T alone misses the rotation term
+  EXPECT_LT((k + g - fd).norm() / fd.norm(), 1e-6);      // with G it is the exact Hessian
+  EXPECT_LT((g - g.transpose()).norm(), 1e-9 * g.norm());
+  // the geometric_stiffness option adds (t/2) diag(|G_e| row sums) to A: nonnegative, zero at rest
+  FemMaterial geo_mat = mat;
+  geo_mat.geometric_stiffness = true;
+  FemFixture geo(mesh, geo_mat);
+  const Eigen::MatrixXd kg = Stiffness(geo, x, 0.01);
+  const Eigen::MatrixXd extra = kg - k;
+  EXPECT_LT((extra - Eigen::MatrixXd(extra.diagonal().asDiagonal())).norm(), 1e-12 * k.norm());
+  EXPECT_GT(extra.diagonal().minCoeff(), 0.0);
+  EXPECT_LE(extra.diagonal().maxCoeff(), g.cwiseAbs().rowwise().sum().maxCoeff() * (1 + 1e-9) * 4);
+  const std::vector<Scalar> rest = Transform(mesh, RandomRotation(rng), Vec3(0, 0, 0));
+  const Eigen::MatrixXd at_rest = Stiffness(geo, rest, 0.01) - Stiffness(fem, rest, 0.01);
+  EXPECT_LT(at_rest.norm(), 1e-9 * k.norm());
 }
 
 TEST(FemPatch, AffineStretchGivesTheUniformLinearElasticState) {

@@ -89,6 +89,7 @@ FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& mat
   ones_ = Array<Scalar>(b, std::vector<Scalar>(vol.size(), Scalar(1)));
   zero_v_ = Array<Scalar>(b, std::vector<Scalar>(std::size_t(num_nodes_) * 3, Scalar(0)));
   x_mid_ = Array<Scalar>(b, num_nodes_ * 3);
+  if (material.geometric_stiffness) geo_diag_ = Array<Scalar>(b, num_tets_ * 12);
   r_ = Array<Scalar>(b, num_nodes_ * 3);
   SetPrescribedNodes({});
 }
@@ -147,17 +148,18 @@ void FemModel::SetAttachmentTargets(const std::vector<Scalar>& p, const std::vec
 
 FemModel::~FemModel() = default;
 
-void FemModel::ComputeElements(const Array<Scalar>& x, bool with_energy) {
+void FemModel::ComputeElements(const Array<Scalar>& x, bool with_energy, bool with_geometric) {
   CONDSIM_CHECK(x.size() == 3 * num_nodes_, "fem: positions have " << x.size() << " entries, the mesh has "
                                                                     << num_nodes_ << " nodes");
   kernels_->Elements(num_tets_, FemElementOp{tets_.data(), x.data(), bm_.data(), volume_.data(), mu_.data(),
                                              lambda_.data(), rotation_.data(), force_.data(),
-                                             with_energy ? energy_.data() : nullptr});
+                                             with_energy ? energy_.data() : nullptr,
+                                             with_geometric ? geo_diag_.data() : nullptr});
 }
 
 Scalar FemModel::ElasticForces(const Array<Scalar>& x, Array<Scalar>* f) {
   CONDSIM_CHECK(f->size() == 3 * num_nodes_, "fem: force array has " << f->size() << " entries");
-  ComputeElements(x, true);
+  ComputeElements(x, true, false);
   // b with v = 0, no mass terms: the gathered element forces
   kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
                                              zero_v_.data(), nullptr, Vec3(0, 0, 0), Scalar(0), f->data()});
@@ -176,9 +178,9 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
                 "fem: the matrix was not created from this model's pattern");
   if (linearize_at != nullptr) {
     kernels_->Midpoint(n, MidpointOp{x.data(), linearize_at->data(), dt / 2, x_mid_.data()});
-    ComputeElements(x_mid_, false);
+    ComputeElements(x_mid_, false, material_.geometric_stiffness);
   } else {
-    ComputeElements(x, false);
+    ComputeElements(x, false, material_.geometric_stiffness);
   }
   kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
                                              v.data(), f_ext != nullptr ? f_ext->data() : nullptr, gravity,
@@ -188,7 +190,8 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
   const Scalar stiffness_coeff = dt / 2 + Scalar(material_.rayleigh_beta);
   kernels_->Blocks(pattern_.nnz_blocks(),
                    FemBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(), a->col_idx().data(), bm_.data(),
-                              volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(), mass_coeff,
+                              volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(),
+                              material_.geometric_stiffness ? geo_diag_.data() : nullptr, mass_coeff,
                               stiffness_coeff, a->mutable_values().data()});
   if (linearize_at != nullptr) {
     // Newton (eq. 10): b += (t/2) K v-hat, from A v-hat without the mass part

@@ -23,6 +23,9 @@ struct FemMaterial {
   double density = 1000;       // rho [kg/m^3]
   double rayleigh_alpha = 0;   // mass-proportional damping [1/s]
   double rayleigh_beta = 0;    // stiffness-proportional damping [s]
+  // E of eq. 9: the SPD diagonal projection of the geometric stiffness (absolute row sums of
+  // the rotation-derivative part of the element Hessian), for passivity at large rotations
+  bool geometric_stiffness = false;
   // throws condsim::Error naming `where` and the field
   void Validate(const std::string& where) const;
   double Mu() const { return young / (2 * (1 + poisson)); }
@@ -67,7 +70,7 @@ class FemModel {
                 const Array<Scalar>* linearize_at = nullptr);
 
  private:
-  void ComputeElements(const Array<Scalar>& x, bool with_energy);
+  void ComputeElements(const Array<Scalar>& x, bool with_energy, bool with_geometric);
 
   Backend* backend_;
   FemMaterial material_;
@@ -77,7 +80,7 @@ class FemModel {
   std::vector<Scalar> mass_host_;
   std::vector<std::string> warnings_;
   Array<Index> tets_, node_ptr_, node_refs_, block_ptr_, block_refs_, block_row_;
-  Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_, x_mid_, r_;
+  Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_, x_mid_, r_, geo_diag_;
   // boundary conditions
   std::vector<Index> prescribed_nodes_;
   Array<unsigned char> prescribed_;

@@ -20,6 +20,56 @@ CONDSIM_HD_INLINE Vec3 LoadNode(const Scalar* x, Index i) {
   return Vec3(p[0], p[1], p[2]);
 }
 
+// gradient of shape function a (0..3) of an element from its Bm
+CONDSIM_HD_INLINE Vec3 ShapeGradient(const Mat3& bm, int a) {
+  if (a > 0) return bm.Row(a - 1);
+  return -(bm.Row(0) + bm.Row(1) + bm.Row(2));
+}
+
+// the part of the corotated element Hessian that the rotated linear stiffness R K0 R^T omits
+// (the rotation derivative, "geometric stiffness"): for F = U S V^T (Svd3), dR = U W V^T with
+// W_ij = (M_ij - M_ji) / (s_i + s_j), M = U^T dF V, and
+//   dP - dP_lin = mu (dF - R dF^T R) - 2 mu dR + lambda (tr(R^T F) - 3) dR.
+// Returns G (12 x 12, row-major, node-major rows a*3+c) = V (dP - dP_lin) contracted with the
+// shape gradients.
+struct Mat12 {
+  Scalar m[144];
+};
+CONDSIM_HD_INLINE Mat12 GeometricStiffness(const Mat3& f, const Mat3& bm, Scalar volume, Scalar mu, Scalar lambda) {
+  const Svd3 svd = ComputeSvd(f);
+  const Mat3 r = svd.u * Transpose(svd.v);
+  const Scalar tr = Trace(Transpose(r) * f) - 3;
+  Vec3 g[4];
+  for (int a = 0; a < 4; ++a) g[a] = ShapeGradient(bm, a);
+  Mat12 out;
+  for (int b = 0; b < 4; ++b) {
+    for (int d = 0; d < 3; ++d) {
+      // dF for a unit displacement of node b along axis d: e_d g_b^T
+      Mat3 df;
+      for (int j = 0; j < 3; ++j) df(d, j) = g[b][j];
+      const Mat3 m = Transpose(svd.u) * df * svd.v;
+      Mat3 w;
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          if (i == j) continue;
+          Scalar den = svd.sigma[i] + svd.sigma[j];
+          // degenerate (sigma_i + sigma_j -> 0): the rotation is undetermined; drop the term
+          const Scalar floor = Scalar(1e-12) * (std::fabs(svd.sigma[0]) + Scalar(1e-300));
+          if (std::fabs(den) < floor) continue;
+          w(i, j) = (m(i, j) - m(j, i)) / den;
+        }
+      const Mat3 dr = svd.u * w * Transpose(svd.v);
+      const Mat3 dp = mu * (df - r * Transpose(df) * r) + (lambda * tr - 2 * mu) * dr;
+      const int col = 3 * b + d;
+      for (int a = 0; a < 4; ++a) {
+        const Vec3 row = volume * (dp * g[a]);
+        for (int c = 0; c < 3; ++c) out.m[12 * (3 * a + c) + col] = row[c];
+      }
+    }
+  }
+  return out;
+}
+
 // one tetrahedron: F = Ds Bm, F = R S (polar), strain S - I, first Piola stress of the
 // corotated linear material P = R (2 mu (S - I) + lambda tr(S - I) I) (= dPsi/dF of
 // Psi = mu |S - I|^2 + lambda/2 tr(S - I)^2, the energy whose rotated-linear stiffness is eq. 8's
@@ -33,7 +83,8 @@ struct FemElementOp {
   const Scalar* lambda;
   Scalar* rotation;      // 9 per element
   Scalar* force;         // 12 per element [N]
-  Scalar* energy;        // 1 per element [J]
+  Scalar* energy;        // 1 per element [J] (may be null)
+  Scalar* geo_diag;      // 12 per element: absolute row sums of GeometricStiffness (may be null)
   CONDSIM_HD_INLINE void operator()(Index e) const {
     const Index* t = tets + 4 * std::int64_t(e);
     const Vec3 x0 = LoadNode(x, t[0]);
@@ -53,6 +104,16 @@ struct FemElementOp {
     for (int a = 0; a < 4; ++a)
       for (int c = 0; c < 3; ++c) f[3 * a + c] = fs[a][c];
     StoreMat3(rotation + 9 * std::int64_t(e), polar.r);
+    if (geo_diag != nullptr) {
+      // the paper's SPD diagonal projection of the geometric stiffness (Sec. II-A): absolute
+      // row sums (G is symmetric), per element
+      const Mat12 geo = GeometricStiffness(ds * b, b, volume[e], mu[e], lambda[e]);
+      for (int i = 0; i < 12; ++i) {
+        Scalar sum = 0;
+        for (int j = 0; j < 12; ++j) sum += std::fabs(geo.m[12 * i + j]);
+        geo_diag[12 * std::int64_t(e) + i] = sum;
+      }
+    }
     if (energy != nullptr) {
       Scalar ss = 0;
       for (int i = 0; i < 3; ++i)
@@ -61,12 +122,6 @@ struct FemElementOp {
     }
   }
 };
-
-// gradient of shape function a (0..3) of an element from its Bm
-CONDSIM_HD_INLINE Vec3 ShapeGradient(const Mat3& bm, int a) {
-  if (a > 0) return bm.Row(a - 1);
-  return -(bm.Row(0) + bm.Row(1) + bm.Row(2));
-}
 
 // b of eq. 9 per node: b = (2 m / t) v_k + sum of element forces + m g + f_ext; the element
 // contributions of node i are refs[ptr[i] .. ptr[i+1]) = element * 4 + local node
@@ -107,11 +162,13 @@ struct FemBlockOp {
   const Scalar* lambda;
   const Scalar* rotation;
   const Scalar* mass;
+  const Scalar* geo_diag;  // 12 per element, or null
   Scalar mass_coeff;
   Scalar stiffness_coeff;
   Scalar* values;
   CONDSIM_HD_INLINE void operator()(Index k) const {
     Mat3 sum;
+    Vec3 geo(0, 0, 0);
     for (Index q = ptr[k]; q < ptr[k + 1]; ++q) {
       const Index ref = refs[q];
       const Index e = ref / 16;
@@ -121,8 +178,9 @@ struct FemBlockOp {
       const Mat3 local = lambda[e] * Outer(ga, gb) + mu[e] * Outer(gb, ga) + (mu[e] * Dot(ga, gb)) * Mat3::Identity();
       const Mat3 r = LoadMat3(rotation + 9 * std::int64_t(e));
       sum = sum + volume[e] * (r * local * Transpose(r));
+      if (geo_diag != nullptr && a == c) geo += LoadNode(geo_diag + 12 * std::int64_t(e), a);
     }
-    Mat3 out = stiffness_coeff * sum;
+    Mat3 out = stiffness_coeff * (sum + Mat3::Diagonal(geo));
     if (block_row[k] == col_idx[k]) out = out + (mass_coeff * mass[block_row[k]]) * Mat3::Identity();
     StoreMat3(values + 9 * std::int64_t(k), out);
   }
