@@ -5,6 +5,7 @@
 //   force = m g (normal impulse per step = m g t) within 1e-6 relative, penetration < 0.01 mm.
 #include <gtest/gtest.h>
 
+#include "condsim/error.h"
 #include "models/cond/cond_solver.h"
 #include "models/fem/fem_model.h"
 #include "models/integrate/midpoint.h"
@@ -17,9 +18,9 @@ namespace {
 // one FEM body stepped with eq. 9 and COND: x_{k+1} = x_k + t v-hat, v_{k+1} = 2 v-hat - v_k
 class FemStepper {
  public:
-  FemStepper(const TetMesh& mesh, const FemMaterial& mat, const CondParams& params)
+  FemStepper(const TetMesh& mesh, const FemMaterial& mat, const CondParams& params, const std::vector<FemLink>& links = {})
       : backend_(MakeBackend(BackendChoice::kCpu).backend),
-        model_(backend_.get(), mesh, mat, "stepper"),
+        model_(backend_.get(), mesh, mat, "stepper", links),
         solver_(backend_.get(), params),
         a_(backend_->CreateMatrix(model_.pattern())),
         x_(backend_.get(), mesh.x),
@@ -212,6 +213,48 @@ TEST(FemDynamics, BodyHangingFromAttachmentsCarriesItsWeight) {
   EXPECT_NEAR(spring[2], mass * g, 1e-6 * mass * g);
   EXPECT_NEAR(spring[0], 0, 1e-9);
   EXPECT_NEAR(spring[1], 0, 1e-9);
+}
+
+TEST(FemDynamics, BodyLinkedToAnotherBodyHangsFromIt) {
+  // two cubes in one model: the upper one pinned, the lower one hanging from it by eq. 7 links
+  // between the lower cube's top nodes and the upper cube's bottom nodes (rest length 0, so the
+  // lower cube starts 1 cm below and is pulled up)
+  const TetMesh upper = MakeBoxMesh(Vec3(0, 0, 0.05), Vec3(0.04, 0.04, 0.04), 2, 2, 2);
+  const TetMesh lower = MakeBoxMesh(Vec3(0, 0, 0.0), Vec3(0.04, 0.04, 0.04), 2, 2, 2);
+  TetMesh both = upper;
+  const Index offset = upper.num_nodes();
+  both.x.insert(both.x.end(), lower.x.begin(), lower.x.end());
+  for (Index t : lower.tets) both.tets.push_back(t + offset);
+  std::vector<FemLink> links;
+  std::vector<Index> pinned;
+  for (Index i = 0; i < upper.num_nodes(); ++i) {
+    pinned.push_back(i);
+    if (upper.Node(i)[2] > 0.05 + 1e-12) continue;  // bottom face of the upper cube
+    for (Index j = 0; j < lower.num_nodes(); ++j) {
+      const Vec3 d = lower.Node(j) - upper.Node(i);
+      if (std::fabs(d[0]) < 1e-12 && std::fabs(d[1]) < 1e-12 && std::fabs(d[2] + 0.01) < 1e-12) links.push_back({i, j + offset, 300});
+    }
+  }
+  ASSERT_EQ(links.size(), 9u);
+  auto cpu = MakeBackend(BackendChoice::kCpu).backend;
+  EXPECT_THROW(FemModel(cpu.get(), both, Soft(), "bad", {{0, 0, 1}}), Error);
+  EXPECT_THROW(FemModel(cpu.get(), both, Soft(), "bad", {{0, 1, -1}}), Error);
+  CondParams params;
+  params.theta_threshold = 1e-12;
+  params.max_iterations = 100000;
+  FemStepper sim(both, Soft(10, 0.01), params, links);
+  sim.model().SetPrescribedNodes(pinned);
+  sim.model().SetPrescribedVelocities(std::vector<Scalar>(3 * pinned.size(), 0));
+  const Scalar g = 9.81;
+  double lower_mass = 0;
+  for (Index j = 0; j < lower.num_nodes(); ++j) lower_mass += sim.model().lumped_mass()[j + offset];
+  for (int step = 0; step < 400; ++step) ASSERT_TRUE(sim.Step(0.01, Vec3(0, 0, -g), 0, 0).converged);
+  const auto x = sim.x();
+  double link_force = 0;
+  for (const FemLink& l : links) link_force += l.stiffness * (x[3 * std::size_t(l.i) + 2] - x[3 * std::size_t(l.j) + 2]);
+  EXPECT_NEAR(link_force, lower_mass * g, 1e-6 * lower_mass * g);
+  // the pinned cube did not move
+  for (Index i = 0; i < upper.num_nodes(); ++i) EXPECT_EQ(x[3 * std::size_t(i) + 2], upper.x[3 * std::size_t(i) + 2]);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "condsim/core.h"
 
@@ -205,6 +206,34 @@ CONDSIM_HD_INLINE Quat FromRotationVector(const Vec3& theta) {
   // sin(half)/angle, with its series below 1e-4 rad (error < angle^4/3840)
   const Scalar k = angle < Scalar(1e-4) ? Scalar(0.5) - angle * angle / 48 : std::sin(half) / angle;
   return Normalized(Quat(std::cos(half), k * theta[0], k * theta[1], k * theta[2]));
+}
+
+// ---- flat structure-of-arrays access: item k of an array of 3-vectors / row-major 3x3 blocks
+
+CONDSIM_HD_INLINE Vec3 LoadVec3(const Scalar* a, Index k) {
+  const Scalar* p = a + 3 * std::int64_t(k);
+  return Vec3(p[0], p[1], p[2]);
+}
+CONDSIM_HD_INLINE void StoreVec3(Scalar* a, Index k, const Vec3& v) {
+  Scalar* p = a + 3 * std::int64_t(k);
+  p[0] = v[0];
+  p[1] = v[1];
+  p[2] = v[2];
+}
+CONDSIM_HD_INLINE void AddVec3(Scalar* a, Index k, const Vec3& v) {
+  Scalar* p = a + 3 * std::int64_t(k);
+  p[0] += v[0];
+  p[1] += v[1];
+  p[2] += v[2];
+}
+CONDSIM_HD_INLINE Mat3 LoadMat3(const Scalar* a, Index k) {
+  const Scalar* p = a + 9 * std::int64_t(k);
+  return Mat3(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
+}
+CONDSIM_HD_INLINE void StoreMat3(Scalar* a, Index k, const Mat3& m) {
+  Scalar* p = a + 9 * std::int64_t(k);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) p[3 * i + j] = m(i, j);
 }
 
 // ---- decompositions -----------------------------------------------------------------------

@@ -9,21 +9,6 @@
 
 namespace condsim {
 
-CONDSIM_HD_INLINE Vec3 LoadVec3(const Scalar* a, Index node) {
-  const Scalar* p = a + 3 * std::int64_t(node);
-  return Vec3(p[0], p[1], p[2]);
-}
-CONDSIM_HD_INLINE void AddVec3(Scalar* a, Index node, const Vec3& d) {
-  Scalar* p = a + 3 * std::int64_t(node);
-  p[0] += d[0];
-  p[1] += d[1];
-  p[2] += d[2];
-}
-CONDSIM_HD_INLINE Mat3 LoadFrame(const Scalar* frame, Index m) {
-  const Scalar* f = frame + 9 * std::int64_t(m);
-  return Mat3(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]);
-}
-
 // the contact arrays on the backend
 struct ContactView {
   const Index* node_i;
@@ -56,7 +41,7 @@ struct ApplyImpulseOp {
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index k) const {
     const Index m = order[begin + k];
-    const Vec3 f = Transpose(LoadFrame(c.frame, m)) * LoadVec3(lambda, m);
+    const Vec3 f = Transpose(LoadMat3(c.frame, m)) * LoadVec3(lambda, m);
     const Index i = c.node_i[m], j = c.node_j[m];
     AddVec3(u, i, (w != nullptr ? w[3 * std::int64_t(i)] : Scalar(1)) * f);
     if (j >= 0) AddVec3(u, j, -(w != nullptr ? w[3 * std::int64_t(j)] : Scalar(1)) * f);
@@ -85,7 +70,7 @@ struct ContactSweepOp {
     const Index m = order[begin + k];
     if (!env_active[c.env[m]]) return;
     const Index i = c.node_i[m], j = c.node_j[m];
-    const Mat3 r = LoadFrame(c.frame, m);
+    const Mat3 r = LoadMat3(c.frame, m);
     const Scalar wi = w[3 * std::int64_t(i)];
     const Scalar wj = j >= 0 ? w[3 * std::int64_t(j)] : Scalar(0);
     const Scalar gamma = wi + wj;
@@ -97,10 +82,7 @@ struct ContactSweepOp {
     const Vec3 f = Transpose(r) * (lnew - old);
     AddVec3(u, i, wi * f);
     if (j >= 0) AddVec3(u, j, -wj * f);
-    Scalar* l = lambda + 3 * std::int64_t(m);
-    l[0] = lnew[0];
-    l[1] = lnew[1];
-    l[2] = lnew[2];
+    StoreVec3(lambda, m, lnew);
   }
 };
 

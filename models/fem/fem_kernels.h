@@ -18,6 +18,8 @@ class FemKernels {
   virtual void NewtonRhs(Index count, const NewtonRhsOp& op) = 0;
   virtual void Dirichlet(Index count, const DirichletRowOp& op) = 0;
   virtual void Attach(Index count, const AttachOp& op) = 0;
+  virtual void LinkBlocks(Index count, const LinkBlockOp& op) = 0;
+  virtual void LinkRhs(Index count, const LinkRhsOp& op) = 0;
 };
 
 std::unique_ptr<FemKernels> MakeCpuFemKernels(int threads);   // cpu/fem_cpu.cpp
@@ -40,6 +42,8 @@ class FemKernelsImpl final : public FemKernels {
   void NewtonRhs(Index count, const NewtonRhsOp& op) override { exec_.For(count, op); }
   void Dirichlet(Index count, const DirichletRowOp& op) override { exec_.For(count, op); }
   void Attach(Index count, const AttachOp& op) override { exec_.For(count, op); }
+  void LinkBlocks(Index count, const LinkBlockOp& op) override { exec_.For(count, op); }
+  void LinkRhs(Index count, const LinkRhsOp& op) override { exec_.For(count, op); }
 
  private:
   Exec exec_;

@@ -20,7 +20,7 @@ void FemMaterial::Validate(const std::string& where) const {
 }
 
 FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& material,
-                   const std::string& source)
+                   const std::string& source, const std::vector<FemLink>& links)
     : backend_(backend), material_(material), kernels_(MakeFemKernels(*backend)) {
   material.Validate(source);
   warnings_ = ValidateMesh(mesh, source);
@@ -46,6 +46,14 @@ FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& mat
   for (Index e = 0; e < num_tets_; ++e)
     for (int a = 0; a < 4; ++a)
       for (int c = 0; c < 4; ++c) coords.push_back({mesh.tets[4 * std::size_t(e) + a], mesh.tets[4 * std::size_t(e) + c]});
+  for (std::size_t l = 0; l < links.size(); ++l) {
+    const FemLink& k = links[l];
+    CONDSIM_CHECK(k.i >= 0 && k.i < num_nodes_ && k.j >= 0 && k.j < num_nodes_ && k.i != k.j,
+                  source << ": link " << l << " must join two different nodes of the mesh, got " << k.i << " and " << k.j);
+    CONDSIM_CHECK(std::isfinite(k.stiffness) && k.stiffness > 0, source << ": link " << l << " needs a stiffness > 0 [N/m]");
+    coords.push_back({k.i, k.j});
+    coords.push_back({k.j, k.i});
+  }
   pattern_ = BlockPattern::FromCoordinates(3, num_nodes_, num_nodes_, std::move(coords));
   // gather lists in element order: node -> (element, local), block -> (element, a, b)
   std::vector<Index> node_ptr(std::size_t(num_nodes_) + 1, 0), block_ptr(std::size_t(pattern_.nnz_blocks()) + 1, 0);
@@ -92,6 +100,41 @@ FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& mat
   if (material.geometric_stiffness) geo_diag_ = Array<Scalar>(b, num_tets_ * 12);
   r_ = Array<Scalar>(b, num_nodes_ * 3);
   SetPrescribedNodes({});
+  // link gathers: per block (link, sign) and per node (link, side), in link order
+  num_links_ = static_cast<Index>(links.size());
+  if (num_links_ > 0) {
+    std::vector<Index> li, lj, bptr(std::size_t(pattern_.nnz_blocks()) + 1, 0), nptr(std::size_t(num_nodes_) + 1, 0);
+    std::vector<Scalar> lk;
+    for (const FemLink& k : links) {
+      li.push_back(k.i);
+      lj.push_back(k.j);
+      lk.push_back(k.stiffness);
+      for (const auto& [r, c] : {std::pair{k.i, k.i}, std::pair{k.j, k.j}, std::pair{k.i, k.j}, std::pair{k.j, k.i}})
+        ++bptr[std::size_t(pattern_.Find(r, c)) + 1];
+      ++nptr[std::size_t(k.i) + 1];
+      ++nptr[std::size_t(k.j) + 1];
+    }
+    for (std::size_t q = 1; q < bptr.size(); ++q) bptr[q] += bptr[q - 1];
+    for (std::size_t q = 1; q < nptr.size(); ++q) nptr[q] += nptr[q - 1];
+    std::vector<Index> brefs(static_cast<std::size_t>(bptr.back())), nrefs(static_cast<std::size_t>(nptr.back()));
+    std::vector<Index> bfill(bptr.begin(), bptr.end() - 1), nfill(nptr.begin(), nptr.end() - 1);
+    for (Index l = 0; l < num_links_; ++l) {
+      const Index i = li[l], j = lj[l];
+      brefs[bfill[pattern_.Find(i, i)]++] = 2 * l;
+      brefs[bfill[pattern_.Find(j, j)]++] = 2 * l;
+      brefs[bfill[pattern_.Find(i, j)]++] = 2 * l + 1;
+      brefs[bfill[pattern_.Find(j, i)]++] = 2 * l + 1;
+      nrefs[nfill[i]++] = 2 * l;
+      nrefs[nfill[j]++] = 2 * l + 1;
+    }
+    link_i_ = Array<Index>(b, li);
+    link_j_ = Array<Index>(b, lj);
+    link_k_ = Array<Scalar>(b, lk);
+    link_block_ptr_ = Array<Index>(b, bptr);
+    link_block_refs_ = Array<Index>(b, brefs);
+    link_node_ptr_ = Array<Index>(b, nptr);
+    link_node_refs_ = Array<Index>(b, nrefs);
+  }
 }
 
 void FemModel::SetPrescribedNodes(const std::vector<Index>& nodes) {
@@ -198,6 +241,12 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
     a->Multiply(1, *linearize_at, 0, &r_);
     kernels_->NewtonRhs(n, NewtonRhsOp{mass_.data(), linearize_at->data(), r_.data(), mass_coeff,
                                        (dt / 2) / stiffness_coeff, b->data()});
+  }
+  if (num_links_ > 0) {
+    kernels_->LinkBlocks(pattern_.nnz_blocks(), LinkBlockOp{link_block_ptr_.data(), link_block_refs_.data(), link_k_.data(),
+                                                           dt / 2, a->mutable_values().data()});
+    kernels_->LinkRhs(num_nodes_, LinkRhsOp{link_node_ptr_.data(), link_node_refs_.data(), link_i_.data(), link_j_.data(),
+                                           link_k_.data(), x.data(), b->data()});
   }
   if (num_attached_ > 0) {
     kernels_->Attach(num_attached_, AttachOp{attach_nodes_.data(), attach_block_.data(), attach_k_.data(), attach_p_.data(),

@@ -17,6 +17,14 @@ namespace condsim {
 
 class FemKernels;
 
+// a spring of stiffness k [N/m] and rest length 0 between nodes i and j (eq. 7): attaches one
+// body of the model to another (several bodies may share one mesh and model)
+struct FemLink {
+  Index i;
+  Index j;
+  Scalar stiffness;
+};
+
 struct FemMaterial {
   double young = 1e5;          // Young's modulus E [Pa]
   double poisson = 0.3;        // Poisson ratio nu, in (-1, 0.5)
@@ -36,7 +44,7 @@ class FemModel {
  public:
   // validates the mesh and the material (errors name `source`)
   FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& material,
-           const std::string& source = "fem body");
+           const std::string& source = "fem body", const std::vector<FemLink>& links = {});
   ~FemModel();
 
   Index num_nodes() const { return num_nodes_; }
@@ -88,6 +96,9 @@ class FemModel {
   Index num_attached_ = 0;
   Array<Index> attach_nodes_, attach_block_;
   Array<Scalar> attach_k_, attach_p_, attach_v_;
+  Index num_links_ = 0;
+  Array<Index> link_i_, link_j_, link_block_ptr_, link_block_refs_, link_node_ptr_, link_node_refs_;
+  Array<Scalar> link_k_;
 };
 
 }  // namespace condsim

@@ -8,18 +8,6 @@
 
 namespace condsim {
 
-CONDSIM_HD_INLINE Mat3 LoadMat3(const Scalar* p) {
-  return Mat3(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
-}
-CONDSIM_HD_INLINE void StoreMat3(Scalar* p, const Mat3& a) {
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) p[3 * i + j] = a(i, j);
-}
-CONDSIM_HD_INLINE Vec3 LoadNode(const Scalar* x, Index i) {
-  const Scalar* p = x + 3 * std::int64_t(i);
-  return Vec3(p[0], p[1], p[2]);
-}
-
 // gradient of shape function a (0..3) of an element from its Bm
 CONDSIM_HD_INLINE Vec3 ShapeGradient(const Mat3& bm, int a) {
   if (a > 0) return bm.Row(a - 1);
@@ -87,9 +75,9 @@ struct FemElementOp {
   Scalar* geo_diag;      // 12 per element: absolute row sums of GeometricStiffness (may be null)
   CONDSIM_HD_INLINE void operator()(Index e) const {
     const Index* t = tets + 4 * std::int64_t(e);
-    const Vec3 x0 = LoadNode(x, t[0]);
-    const Mat3 ds = Mat3::FromColumns(LoadNode(x, t[1]) - x0, LoadNode(x, t[2]) - x0, LoadNode(x, t[3]) - x0);
-    const Mat3 b = LoadMat3(bm + 9 * std::int64_t(e));
+    const Vec3 x0 = LoadVec3(x, t[0]);
+    const Mat3 ds = Mat3::FromColumns(LoadVec3(x, t[1]) - x0, LoadVec3(x, t[2]) - x0, LoadVec3(x, t[3]) - x0);
+    const Mat3 b = LoadMat3(bm, e);
     const Polar3 polar = ComputePolar(ds * b);
     const Mat3 strain = polar.s - Mat3::Identity();
     const Scalar tr = Trace(strain);
@@ -103,7 +91,7 @@ struct FemElementOp {
     const Vec3 fs[4] = {f0, f1, f2, f3};
     for (int a = 0; a < 4; ++a)
       for (int c = 0; c < 3; ++c) f[3 * a + c] = fs[a][c];
-    StoreMat3(rotation + 9 * std::int64_t(e), polar.r);
+    StoreMat3(rotation, e, polar.r);
     if (geo_diag != nullptr) {
       // the paper's SPD diagonal projection of the geometric stiffness (Sec. II-A): absolute
       // row sums (G is symmetric), per element
@@ -137,14 +125,11 @@ struct FemNodeRhsOp {
   Scalar* b;
   CONDSIM_HD_INLINE void operator()(Index i) const {
     Vec3 f(0, 0, 0);
-    for (Index k = ptr[i]; k < ptr[i + 1]; ++k) f += LoadNode(force, refs[k]);
-    const Vec3 vi = LoadNode(v, i);
+    for (Index k = ptr[i]; k < ptr[i + 1]; ++k) f += LoadVec3(force, refs[k]);
+    const Vec3 vi = LoadVec3(v, i);
     Vec3 out = (two_over_dt * mass[i]) * vi + f + mass[i] * gravity;
-    if (f_ext != nullptr) out += LoadNode(f_ext, i);
-    Scalar* p = b + 3 * std::int64_t(i);
-    p[0] = out[0];
-    p[1] = out[1];
-    p[2] = out[2];
+    if (f_ext != nullptr) out += LoadVec3(f_ext, i);
+    StoreVec3(b, i, out);
   }
 };
 
@@ -173,16 +158,16 @@ struct FemBlockOp {
       const Index ref = refs[q];
       const Index e = ref / 16;
       const int a = (ref / 4) % 4, c = ref % 4;
-      const Mat3 bme = LoadMat3(bm + 9 * std::int64_t(e));
+      const Mat3 bme = LoadMat3(bm, e);
       const Vec3 ga = ShapeGradient(bme, a), gb = ShapeGradient(bme, c);
       const Mat3 local = lambda[e] * Outer(ga, gb) + mu[e] * Outer(gb, ga) + (mu[e] * Dot(ga, gb)) * Mat3::Identity();
-      const Mat3 r = LoadMat3(rotation + 9 * std::int64_t(e));
+      const Mat3 r = LoadMat3(rotation, e);
       sum = sum + volume[e] * (r * local * Transpose(r));
-      if (geo_diag != nullptr && a == c) geo += LoadNode(geo_diag + 12 * std::int64_t(e), a);
+      if (geo_diag != nullptr && a == c) geo += LoadVec3(geo_diag + 12 * std::int64_t(e), a);
     }
     Mat3 out = stiffness_coeff * (sum + Mat3::Diagonal(geo));
     if (block_row[k] == col_idx[k]) out = out + (mass_coeff * mass[block_row[k]]) * Mat3::Identity();
-    StoreMat3(values + 9 * std::int64_t(k), out);
+    StoreMat3(values, k, out);
   }
 };
 
@@ -221,27 +206,22 @@ struct DirichletRowOp {
   Scalar* values;
   Scalar* b;
   CONDSIM_HD_INLINE void operator()(Index r) const {
-    Scalar* br = b + 3 * std::int64_t(r);
     for (Index k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
       const Index c = col_idx[k];
       Scalar* a = values + 9 * std::int64_t(k);
       if (prescribed[r]) {
         if (c == r) {
           const Scalar s = (a[0] + a[4] + a[8]) / 3;
-          const Vec3 v = LoadNode(v_prescribed, r);
+          const Vec3 v = LoadVec3(v_prescribed, r);
           for (int e = 0; e < 9; ++e) a[e] = (e % 4 == 0) ? s : Scalar(0);
-          br[0] = s * v[0];
-          br[1] = s * v[1];
-          br[2] = s * v[2];
+          StoreVec3(b, r, s * v);
         } else {
           for (int e = 0; e < 9; ++e) a[e] = 0;
         }
       } else if (prescribed[c]) {
-        const Vec3 v = LoadNode(v_prescribed, c);
-        const Vec3 av = LoadMat3(a) * v;
-        br[0] -= av[0];
-        br[1] -= av[1];
-        br[2] -= av[2];
+        const Vec3 v = LoadVec3(v_prescribed, c);
+        const Vec3 av = LoadMat3(values, k) * v;
+        AddVec3(b, r, -av);
         for (int e = 0; e < 9; ++e) a[e] = 0;
       }
     }
@@ -268,11 +248,48 @@ struct AttachOp {
     a[0] += half_dt * k;
     a[4] += half_dt * k;
     a[8] += half_dt * k;
-    const Vec3 f = (-k) * (LoadNode(x, i) - LoadNode(target, q)) + (half_dt * k) * LoadNode(target_v, q);
-    Scalar* bi = b + 3 * std::int64_t(i);
-    bi[0] += f[0];
-    bi[1] += f[1];
-    bi[2] += f[2];
+    const Vec3 f = (-k) * (LoadVec3(x, i) - LoadVec3(target, q)) + (half_dt * k) * LoadVec3(target_v, q);
+    AddVec3(b, i, f);
+  }
+};
+
+// links between two nodes (two bodies meshed in one model, or a body and itself) by the
+// constraint potential psi = k/2 |x_i - x_j|^2 (eq. 7): A gains (t/2) k [I -I; -I I], b gains
+// -k (x_i - x_j) at node i and the opposite at node j. Gathers: per block, refs = link * 2 +
+// (1 for -k); per node, refs = link * 2 + (1 when the node is the link's j)
+struct LinkBlockOp {
+  const Index* ptr;
+  const Index* refs;
+  const Scalar* stiffness;
+  Scalar half_dt;
+  Scalar* values;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (ptr[k] == ptr[k + 1]) return;
+    Scalar sum = 0;
+    for (Index q = ptr[k]; q < ptr[k + 1]; ++q) sum += (refs[q] % 2 ? -1 : 1) * stiffness[refs[q] / 2];
+    Scalar* a = values + 9 * std::int64_t(k);
+    a[0] += half_dt * sum;
+    a[4] += half_dt * sum;
+    a[8] += half_dt * sum;
+  }
+};
+
+struct LinkRhsOp {
+  const Index* ptr;
+  const Index* refs;
+  const Index* link_i;
+  const Index* link_j;
+  const Scalar* stiffness;
+  const Scalar* x;
+  Scalar* b;
+  CONDSIM_HD_INLINE void operator()(Index node) const {
+    Vec3 f(0, 0, 0);
+    for (Index q = ptr[node]; q < ptr[node + 1]; ++q) {
+      const Index l = refs[q] / 2;
+      const Vec3 d = LoadVec3(x, link_i[l]) - LoadVec3(x, link_j[l]);
+      f += (refs[q] % 2 ? stiffness[l] : -stiffness[l]) * d;
+    }
+    AddVec3(b, node, f);
   }
 };
 

@@ -11,11 +11,8 @@ void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar
                             const std::vector<Scalar>& vhat, std::vector<Scalar>* v_next) {
   CONDSIM_CHECK(lambda.size() == 3 * std::size_t(contacts.size()) && vhat.size() == v_next->size(),
                 "ApplyInelasticContacts: sizes do not match the contacts / velocities");
-  std::vector<Scalar>& v = *v_next;
-  auto load = [](const std::vector<Scalar>& a, Index i) { return Vec3(a[3 * std::size_t(i)], a[3 * std::size_t(i) + 1], a[3 * std::size_t(i) + 2]); };
-  auto store = [&v](Index i, const Vec3& w) {
-    for (int c = 0; c < 3; ++c) v[3 * std::size_t(i) + c] = w[c];
-  };
+  Scalar* v = v_next->data();
+  const Scalar* vh = vhat.data();
   for (Index m = 0; m < contacts.size(); ++m) {
     if (!(lambda[3 * std::size_t(m)] > 0)) continue;
     const Index i = contacts.node_i[m], j = contacts.node_j[m];
@@ -23,8 +20,8 @@ void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar
     const bool stick = std::hypot(lambda[3 * std::size_t(m) + 1], lambda[3 * std::size_t(m) + 2]) <
                        std::min(contacts.mu1[m], contacts.mu2[m]) * lambda[3 * std::size_t(m)] * (1 - 1e-9);
     // relative velocity in the contact frame, now and at mid-step
-    const Vec3 rel = r * (j >= 0 ? load(v, i) - load(v, j) : load(v, i));
-    const Vec3 mid = r * (j >= 0 ? load(vhat, i) - load(vhat, j) : load(vhat, i));
+    const Vec3 rel = r * (j >= 0 ? LoadVec3(v, i) - LoadVec3(v, j) : LoadVec3(v, i));
+    const Vec3 mid = r * (j >= 0 ? LoadVec3(vh, i) - LoadVec3(vh, j) : LoadVec3(vh, i));
     Vec3 target = rel;
     target[0] = mid[0];
     if (stick) {
@@ -33,10 +30,10 @@ void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar
     }
     const Vec3 delta = Transpose(r) * (target - rel);
     if (j >= 0) {
-      store(i, load(v, i) + 0.5 * delta);
-      store(j, load(v, j) - 0.5 * delta);
+      AddVec3(v, i, 0.5 * delta);
+      AddVec3(v, j, -0.5 * delta);
     } else {
-      store(i, load(v, i) + delta);
+      AddVec3(v, i, delta);
     }
   }
 }
