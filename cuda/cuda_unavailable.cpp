@@ -2,6 +2,7 @@
 #include "cuda/cuda_backend.h"
 #include "models/cond/cond_kernels.h"
 #include "models/fem/fem_kernels.h"
+#include "models/rod/rod_kernels.h"
 
 namespace condsim {
 
@@ -20,6 +21,10 @@ std::unique_ptr<CondKernels> MakeCudaCondKernels(void* /*stream*/) {
 }
 
 std::unique_ptr<FemKernels> MakeCudaFemKernels(void* /*stream*/) {
+  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
+}
+
+std::unique_ptr<RodKernels> MakeCudaRodKernels(void* /*stream*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 
