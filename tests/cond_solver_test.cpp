@@ -26,6 +26,9 @@ using test::MakeRandomProblem;
 using test::RandomProblem;
 using test::Result;
 using test::Solve;
+using test::DenseA;
+using test::DenseJc;
+using test::ReferencePgs;
 
 CondParams Tight(double theta = 1e-12) {
   CondParams p;
@@ -232,29 +235,6 @@ TEST(CondCorner, NodePushedIntoACornerIsExactOnBothWalls) {
 
 // ---- random systems ---------------------------------------------------------------------------
 
-Eigen::MatrixXd DenseA(const BlockMatrix& a) {
-  const BlockPattern& p = a.pattern;
-  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(p.rows(), p.cols());
-  for (Index r = 0; r < p.block_rows; ++r)
-    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) d(3 * r + i, 3 * p.col_idx[k] + j) = a.Block(k)[3 * i + j];
-  return d;
-}
-
-Eigen::MatrixXd DenseJc(const ContactSet& c, Index nodes) {
-  Eigen::MatrixXd j = Eigen::MatrixXd::Zero(3 * c.size(), 3 * nodes);
-  for (Index m = 0; m < c.size(); ++m) {
-    const Mat3 r = c.Frame(m);
-    for (int x = 0; x < 3; ++x)
-      for (int y = 0; y < 3; ++y) {
-        j(3 * m + x, 3 * c.node_i[m] + y) = r(x, y);
-        if (c.node_j[m] >= 0) j(3 * m + x, 3 * c.node_j[m] + y) = -r(x, y);
-      }
-  }
-  return j;
-}
-
 // eq. 11 at a solution: zeta = Jc v + phi e_n against lambda, per contact
 void ExpectSignoriniCoulomb(const ContactSet& c, const Eigen::VectorXd& zeta, const std::vector<Scalar>& lambda, double tol) {
   for (Index m = 0; m < c.size(); ++m) {
@@ -273,28 +253,6 @@ void ExpectSignoriniCoulomb(const ContactSet& c, const Eigen::VectorXd& zeta, co
           << "contact " << m;
     }
   }
-}
-
-// projected Gauss-Seidel with the strict operator on the Delassus operator: its fixed points
-// satisfy eq. 11 (the reference of the acceptance criteria), run to 1e-13
-std::vector<Scalar> ReferencePgs(const Eigen::MatrixXd& delassus, const Eigen::VectorXd& free, const ContactSet& c) {
-  const Index nc = c.size();
-  Eigen::VectorXd l = Eigen::VectorXd::Zero(3 * nc);
-  for (int sweep = 0; sweep < 200000; ++sweep) {
-    double change = 0;
-    for (Index m = 0; m < nc; ++m) {
-      const Eigen::VectorXd zeta = delassus.middleRows(3 * m, 3) * l + free.segment(3 * m, 3);
-      const double d = delassus.block(3 * m, 3 * m, 3, 3).eigenvalues().real().maxCoeff();
-      const Vec3 trial(l[3 * m] - zeta[0] / d, l[3 * m + 1] - zeta[1] / d, l[3 * m + 2] - zeta[2] / d);
-      const Vec3 p = ProjectStrict(trial, c.mu1[m]);
-      for (int x = 0; x < 3; ++x) {
-        change = std::max(change, std::fabs(p[x] - l[3 * m + x]));
-        l[3 * m + x] = p[x];
-      }
-    }
-    if (change < 1e-14) break;
-  }
-  return std::vector<Scalar>(l.data(), l.data() + l.size());
 }
 
 TEST(CondRandom, ConsistentAndMatchesDenseProjectedGaussSeidel) {

@@ -28,6 +28,8 @@ class CondKernels {
   virtual void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
                                const Scalar* diag_sum, const Scalar* row_norm2, Scalar* w) = 0;
   virtual void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) = 0;
+  virtual void ChainFactor(Index chains, const ChainFactorOp& op) = 0;
+  virtual void ChainApply(Index chains, const ChainApplyOp& op) = 0;
 };
 
 // per-backend instantiations (cpu/cond_cpu.cpp, cuda/cond_cuda.cu or cuda/cuda_unavailable.cpp)

@@ -42,6 +42,8 @@ class CondKernelsImpl final : public CondKernels {
   void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) override {
     exec_.For(n, EnvScalarToDofOp{node_env, alpha_env, w});
   }
+  void ChainFactor(Index chains, const ChainFactorOp& op) override { exec_.For(chains, op); }
+  void ChainApply(Index chains, const ChainApplyOp& op) override { exec_.For(chains, op); }
 
  private:
   Exec exec_;

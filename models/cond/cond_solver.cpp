@@ -108,6 +108,23 @@ void CondSolver::SetImpulses(const std::vector<Scalar>& lambda) {
 
 std::vector<Scalar> CondSolver::Impulses() const { return lambda_.ToHost(); }
 
+void CondSolver::SetChains(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band) {
+  CONDSIM_CHECK(ptr.empty() || (ptr.front() == 0 && std::size_t(ptr.back()) == nodes.size()),
+                "SetChains: ptr must start at 0 and end at the number of chain nodes (" << nodes.size() << ")");
+  for (std::size_t c = 1; c < ptr.size(); ++c) CONDSIM_CHECK(ptr[c - 1] < ptr[c], "SetChains: chain " << c - 1 << " is empty");
+  CONDSIM_CHECK(band >= 1 || nodes.empty(), "SetChains: band must be >= 1 node, got " << band);
+  std::vector<Index> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    CONDSIM_CHECK(sorted[k] >= 0, "SetChains: negative node " << sorted[k]);
+    CONDSIM_CHECK(k == 0 || sorted[k] != sorted[k - 1], "SetChains: node " << sorted[k] << " is in more than one chain");
+  }
+  chain_ptr_host_ = ptr.size() > 1 ? ptr : std::vector<Index>();
+  chain_nodes_host_ = nodes;
+  chain_band_ = band;
+  chains_dirty_ = true;
+}
+
 // sizes the per-node arrays for A, validates the contacts against the node environments
 void CondSolver::Prepare(DeviceBlockMatrix& a) {
   const BlockPattern& p = a.pattern();
@@ -171,7 +188,37 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     num_groups_ = static_cast<Index>(count.size());
     group_ptr_ = Array<Index>(backend_, ptr);
     group_nodes_ = Array<Index>(backend_, members);
+    // contact nodes keep the scalar w inside chains
+    std::vector<unsigned char> contact(static_cast<std::size_t>(nodes_), 0);
+    for (Index m = 0; m < contacts_host_.size(); ++m) {
+      contact[contacts_host_.node_i[m]] = 1;
+      if (contacts_host_.node_j[m] >= 0) contact[contacts_host_.node_j[m]] = 1;
+    }
+    in_contact_ = Array<unsigned char>(backend_, contact);
     groups_dirty_ = false;
+  }
+  if (!chain_ptr_host_.empty() && (chains_dirty_ || chain_matrix_ != &a)) {
+    CONDSIM_CHECK(params_.step_size == StepSize::kFrobenius, "COND: chains need the Frobenius step size");
+    const Index band = chain_band_, chains = static_cast<Index>(chain_ptr_host_.size()) - 1;
+    std::vector<Index> band_block(chain_nodes_host_.size() * std::size_t(band + 1), -1), offset(static_cast<std::size_t>(chains) + 1, 0);
+    for (Index c = 0; c < chains; ++c) {
+      for (Index g = chain_ptr_host_[c]; g < chain_ptr_host_[c + 1]; ++g) {
+        CONDSIM_CHECK(chain_nodes_host_[g] < nodes_, "SetChains: node " << chain_nodes_host_[g] << " is not a node of A");
+        for (Index d = 0; d <= band && g - d >= chain_ptr_host_[c]; ++d)
+          band_block[std::size_t(g) * (band + 1) + d] = p.Find(chain_nodes_host_[g], chain_nodes_host_[g - d]);
+      }
+      const std::size_t len = 3 * std::size_t(chain_ptr_host_[c + 1] - chain_ptr_host_[c]);
+      offset[c + 1] = CheckedIndex(std::size_t(offset[c]) + len * std::size_t(ChainBandwidth(band) + 1), "chain factor size");
+    }
+    chain_ptr_ = Array<Index>(backend_, chain_ptr_host_);
+    chain_nodes_ = Array<Index>(backend_, chain_nodes_host_);
+    band_block_ = Array<Index>(backend_, band_block);
+    factor_offset_ = Array<Index>(backend_, offset);
+    factor_ = Array<Scalar>(backend_, offset.back());
+    chain_ok_ = Array<unsigned char>(backend_, chains);
+    d_ = Array<Scalar>(backend_, 3 * nodes_);
+    chain_matrix_ = &a;
+    chains_dirty_ = false;
   }
 }
 
@@ -206,6 +253,11 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
                 "COND: b has " << b.size() << " and v has " << v->size() << " entries, A has " << n << " rows");
   Backend& be = *backend_;
   ComputeStepMatrix(a);
+  const bool chains = !chain_ptr_host_.empty();
+  const Index num_chains = chains ? static_cast<Index>(chain_ptr_host_.size()) - 1 : 0;
+  const ChainView chain_view{chain_ptr_.data(), chain_nodes_.data(), band_block_.data(), factor_offset_.data(),
+                             in_contact_.data(), chain_band_};
+  if (chains) kernels_->ChainFactor(num_chains, ChainFactorOp{chain_view, a.values().data(), factor_.data(), chain_ok_.data()});
 
   const Index ne = num_envs_;
   std::vector<unsigned char> active(std::size_t(ne), 1);
@@ -218,6 +270,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   const ContactView view{ci_.data(), cj_.data(), frame_.data(), phi_.data(), mu1_.data(), mu2_.data(), cenv_.data()};
   const bool bb = params_.step_size != StepSize::kFrobenius;
   std::vector<double> theta_prev(std::size_t(ne), 0), rho(std::size_t(ne), 1), nu(std::size_t(ne), 1);
+  std::vector<int> cheb_start(std::size_t(ne), params_.chebyshev_start);
   std::vector<Scalar> host_scalar(static_cast<std::size_t>(ne));
   be.Synchronize();
   const auto t1 = Clock::now();
@@ -251,17 +304,30 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     }
     if (bb) be.Copy(r_, &r_prev_);
     // v* = v - W r (eq. 20); u = v* + W Jc^T lambda_prev, then the colored sweeps (Alg. 2, eq. 24)
-    kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
+    if (chains) {
+      // W r with the chains' exact blocks, then v* = v - W r
+      be.Multiply(w_, r_, &d_);
+      kernels_->ChainApply(num_chains, ChainApplyOp{chain_view, factor_.data(), chain_ok_.data(), w_.data(), r_.data(), d_.data()});
+      be.Copy(*v, &u_);
+      be.Axpby(-1, d_, 1, &u_);
+    } else {
+      kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
+    }
     AddContactForces(w_.data(), lambda_, &u_);
     for (std::size_t c = 0; c + 1 < color_ptr_.size(); ++c) {
       kernels_->Sweep(view, order_.data(), color_ptr_[c], color_ptr_[c + 1] - color_ptr_[c],
                       w_.data(), env_active_.data(), static_cast<Scalar>(params_.omega),
                       params_.projection, lambda_.data(), u_.data());
     }
-    // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration
+    // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration; per environment it
+    // starts at cheb_start[e] (l_s, moved on by a restart)
     if (params_.chebyshev && l >= params_.chebyshev_start) {
       for (Index e = 0; e < ne; ++e) {
-        nu[e] = l == params_.chebyshev_start ? 2 / (2 - rho[e] * rho[e]) : 4 / (4 - rho[e] * rho[e] * nu[e]);
+        if (l < cheb_start[e]) {
+          nu[e] = 1;
+        } else {
+          nu[e] = l == cheb_start[e] ? 2 / (2 - rho[e] * rho[e]) : 4 / (4 - rho[e] * rho[e] * nu[e]);
+        }
         host_scalar[e] = static_cast<Scalar>(nu[e]);
       }
       env_scalar_.CopyFromHost(host_scalar);
@@ -290,6 +356,12 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
       st.env_iterations[e] = l + 1;
       st.env_residual[e] = theta;
       rho[e] = theta_prev[e] > 0 ? std::min(theta / theta_prev[e], 1.0) : 1.0;  // eq. 39
+      // safeguard: an accelerated iterate whose residual grew (rho over-estimated, e.g. at the
+      // rounding floor) restarts the semi-iteration after l_s plain iterations
+      if (params_.chebyshev && l >= cheb_start[e] && theta > theta_prev[e]) {
+        cheb_start[e] = l + 1 + params_.chebyshev_start;
+        ++st.chebyshev_restarts;
+      }
       theta_prev[e] = theta;
     }
     if (changed) env_active_.CopyFromHost(active);

@@ -57,6 +57,7 @@ struct CondStats {
   std::vector<double> history;        // max theta over running environments, per iteration
   Index num_contacts = 0;
   Index num_colors = 0;               // contact colors (1 when no node has two contacts)
+  int chebyshev_restarts = 0;         // semi-iterations restarted after a residual increase
   double setup_seconds = 0;           // W and uploads
   double iterate_seconds = 0;         // the fixed-point loop
 };
@@ -74,6 +75,12 @@ class CondSolver {
   void SetContacts(const ContactSet& contacts);
   // warm start (Sec. V-A5): initial impulses, 3 per contact (n, t1, t2)
   void SetImpulses(const std::vector<Scalar>& lambda);
+  // chains (docs/solver.md): ordered node lists whose part of A is block-banded with reach
+  // `band` nodes (a rod: its nodes in order, band 3). W on a chain's contact-free nodes is the
+  // exact inverse of that sub-system (banded Cholesky), which makes stiff cables converge in a
+  // few iterations; contact nodes keep the scalar Frobenius w (Gamma stays diagonal). Chain c
+  // holds nodes[ptr[c] .. ptr[c+1]); a node belongs to at most one chain. Frobenius W only.
+  void SetChains(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
   // solves A v = b + Jc^T lambda with eq. 11; v holds the initial guess (warm start) on entry
   // and the mid-step velocity on return. A must be square with 3x3 blocks.
   CondStats Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v);
@@ -109,6 +116,14 @@ class CondSolver {
   Array<unsigned char> env_active_;
   const DeviceBlockMatrix* w_matrix_ = nullptr;
   int solves_since_w_ = 0;
+  // chains
+  std::vector<Index> chain_ptr_host_, chain_nodes_host_;
+  Index chain_band_ = 0;
+  bool chains_dirty_ = false;
+  const DeviceBlockMatrix* chain_matrix_ = nullptr;
+  Array<Index> chain_ptr_, chain_nodes_, band_block_, factor_offset_;
+  Array<Scalar> factor_, d_;
+  Array<unsigned char> chain_ok_, in_contact_;
 };
 
 }  // namespace condsim

@@ -61,6 +61,13 @@ class RodModel {
   const std::vector<Scalar>& inertia() const { return inertia_host_; }  // body moments of one segment
   double segment_length() const { return length_; }
   double radius() const { return material_.radius; }
+  // the rod as one COND chain (CondSolver::SetChains): its nodes in order, coupling reach 3
+  static constexpr Index kChainBand = 3;
+  std::vector<Index> ChainNodes(Index node_offset = 0) const {
+    std::vector<Index> nodes;
+    for (Index k = 0; k < 2 * segments_; ++k) nodes.push_back(node_offset + k);
+    return nodes;
+  }
 
   // state on the backend: centres (3 per segment), orientations (unit quaternions w,x,y,z)
   Array<Scalar>& positions() { return x_; }
