@@ -204,8 +204,10 @@ TEST(RodStatics, ClampedCableMatchesBeamTheoryForBendingTwistAndStretch) {
 // large deflection: Gauss-Newton iterations of the static equilibrium (each a linear solve of
 // the assembled system at t -> large) until the update is below 1e-12 m; returns the tip position
 Vec3 HeavyCantileverTip(Index n) {
-  // q L^3 / (E I) = 4.1: well beyond the linear regime (q = rho A g)
-  const RodMaterial m = Cable();
+  // q L^3 / (E I) = 4.1: well beyond the linear regime (q = rho A g). Plain Gauss-Newton: the
+  // geometric-stiffness diagonal E would only damp (slow) the iteration, not move its fixed point
+  RodMaterial m = Cable();
+  m.geometric_stiffness = false;
   const double length = 0.1;
   RodFixture fx(MakeStraightRod(Vec3(0, 0, 0), Vec3(1, 0, 0), length, n), m, true);
   RodModel& rod = *fx.rod;
@@ -245,6 +247,29 @@ TEST(RodStatics, HeavyCantileverShapeConvergesWithResolution) {
   EXPECT_LT(d2, 0.4 * d1);
   EXPECT_LT(d3, 0.4 * d2);
   EXPECT_LT(d3, 1e-4);
+}
+
+TEST(RodJoints, GeometricStiffnessIsAnSpdDiagonalThatVanishesAtRest) {
+  auto rng = test::Rng();
+  RodMaterial with = Cable(), without = Cable();
+  without.geometric_stiffness = false;
+  const RodGeometry g = MakeStraightRod(Vec3(0, 0, 0), Vec3(1, 0, 0), 0.05, 6);
+  RodFixture a(g, with, true), b(g, without, true);
+  const std::vector<Scalar> x0 = a.rod->positions().ToHost(), q0 = a.rod->orientations().ToHost();
+  auto difference = [&]() -> Eigen::MatrixXd {
+    const Eigen::MatrixXd ka = JointStiffness(a), kb = JointStiffness(b);
+    return ka - kb;
+  };
+  EXPECT_LT(difference().norm(), 1e-12 * JointStiffness(b).norm());  // e = 0: no geometric term
+  std::vector<Scalar> dq = test::RandomVector(rng, a.rod->num_dofs(), -1e-3, 1e-3);
+  for (Index s = 0; s < 6; ++s)
+    for (int c = 3; c < 6; ++c) dq[6 * s + c] *= 300;
+  Perturb(*a.rod, x0, q0, dq);
+  Perturb(*b.rod, x0, q0, dq);
+  const Eigen::MatrixXd d = difference();
+  EXPECT_LT((d - Eigen::MatrixXd(d.diagonal().asDiagonal())).norm(), 1e-9 * d.norm());
+  EXPECT_GE(d.diagonal().minCoeff(), 0.0);
+  EXPECT_GT(d.diagonal().maxCoeff(), 0.0);
 }
 
 TEST(RodModelInput, RejectsBadParameters) {

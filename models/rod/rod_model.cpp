@@ -239,7 +239,8 @@ void RodModel::ComputeJoints(const Scalar* x, const Scalar* q, Scalar half_dt, b
   if (joints_ == 0) return;
   kernels_->Joints(joints_, RodJointOp{left_.data(), right_.data(), pose_.data(), arm_l_.data(), arm_r_.data(), rest_.data(),
                                        k_.data(), x, q, pose_x_.data(), pose_q_.data(), pose_v_.data(), half_dt,
-                                       jkj_.data(), force_.data(), with_energy ? energy_.data() : nullptr});
+                                       material_.geometric_stiffness && !with_energy, jkj_.data(), force_.data(),
+                                       with_energy ? energy_.data() : nullptr});
 }
 
 Scalar RodModel::JointForces(Array<Scalar>* f) {

@@ -24,6 +24,9 @@ struct RodMaterial {
   double density = 1259;     // rho [kg/m^3]
   double rayleigh_alpha = 0; // mass-proportional damping [1/s]
   double rayleigh_beta = 0;  // stiffness-proportional damping [s]
+  // E of eq. 9: the SPD diagonal projection of the joints' geometric stiffness (the second
+  // derivatives of the joint errors), which keeps large deformations passive at t = 10 ms
+  bool geometric_stiffness = true;
   void Validate(const std::string& where) const;
   double Shear() const { return young / (2 * (1 + poisson)); }
 };

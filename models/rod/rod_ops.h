@@ -103,6 +103,7 @@ struct RodJointOp {
   const Scalar* pose_q;
   const Scalar* pose_v;
   Scalar half_dt;
+  bool geometric;        // add the paper's E: diagonal |row sums| of sum_i (K e)_i d^2 e_i / dq^2
   Scalar* jkj;           // 144 per joint
   Scalar* force;         // 12 per joint
   Scalar* energy;        // 1 per joint (may be null)
@@ -148,6 +149,43 @@ struct RodJointOp {
         Scalar s = 0;
         for (int i = 0; i < 6; ++i) s += kin.j[i][a] * kd[i] * kin.j[i][b];
         out[12 * a + b] = s;
+      }
+    }
+    if (geometric) {
+      // H_geo = d(J^T y)/dq with y = K e held fixed, by central differences of J (world-frame
+      // rotation perturbations, step 1e-6 of the joint's length scale); the diagonal of absolute
+      // row sums is added to J^T K J (SPD, eq. 8-9's E)
+      const Scalar h = Scalar(1e-6);
+      Scalar geo[12][12];
+      const int first = p >= 0 ? 6 : 0;
+      for (int c = 0; c < 12; ++c)
+        for (int a = 0; a < 12; ++a) geo[a][c] = 0;
+      for (int c = first; c < 12; ++c) {
+        JointSide lp = l, lm = l, rp = r, rm = r;
+        JointSide& sp = c < 6 ? lp : rp;
+        JointSide& sm = c < 6 ? lm : rm;
+        const int axis = c % 3;
+        Vec3 step(0, 0, 0);
+        step[axis] = h;
+        if ((c / 3) % 2 == 0) {
+          sp.x += step;
+          sm.x -= step;
+        } else {
+          sp.r = ToMatrix(FromRotationVector(step)) * sp.r;
+          sm.r = ToMatrix(FromRotationVector(-step)) * sm.r;
+        }
+        const JointKinematics kp = ComputeJoint(lp, rp, LoadMat3(rest, jt));
+        const JointKinematics km = ComputeJoint(lm, rm, LoadMat3(rest, jt));
+        for (int a = 0; a < 12; ++a) {
+          Scalar s = 0;
+          for (int i = 0; i < 6; ++i) s += (kp.j[i][a] - km.j[i][a]) * ke[i];
+          geo[a][c] = s / (2 * h);
+        }
+      }
+      for (int a = first; a < 12; ++a) {
+        Scalar sum = 0;
+        for (int c = first; c < 12; ++c) sum += std::fabs(Scalar(0.5) * (geo[a][c] + geo[c][a]));
+        out[12 * a + a] += sum;
       }
     }
     if (energy != nullptr) energy[jt] = e_energy;
