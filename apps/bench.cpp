@@ -15,6 +15,7 @@
 #include "models/cond/cond_solver.h"
 #include "models/fem/fem_model.h"
 #include "models/mass_spring/mass_spring.h"
+#include "models/rod/rod_model.h"
 
 namespace condsim::app {
 namespace {
@@ -153,17 +154,55 @@ int BenchFem(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, I
   return 0;
 }
 
+// `bench rod`: eq. 9 assembly and one COND solve (cables as chains) for one cable of 10^4
+// segments and for a batch of 4096 cables of 160 segments (--max-cables to shrink it), each
+// cable clamped at one end, released horizontally under gravity (the paper's cable parameters)
+int BenchRod(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, int reps, int threads, Index max_cables) {
+  std::printf("%-26s %8s %9s %10s %12s %10s %6s\n", "backend", "cables", "segments", "dofs", "assemble_ms", "solve_ms", "iters");
+  RodMaterial m;  // r 2 mm, E 3 MPa, nu 0.49, rho 1259 (docs/rod.md)
+  RodEnd clamp;
+  clamp.attached = true;
+  const std::pair<Index, Index> cases[2] = {{1, 10000}, {std::min<Index>(4096, max_cables), 160}};
+  for (const auto& [count, segments] : cases) {
+    std::vector<RodGeometry> cables;
+    for (Index c = 0; c < count; ++c)
+      cables.push_back(MakeStraightRod(Vec3(0, 0.01 * c, 0), Vec3(1, 0, 0), 0.4 * segments / 320.0, segments));
+    for (const auto& [choice, format] : configs) {
+      const Target target = MakeTarget(choice, format, threads);
+      Backend& b = *target.backend;
+      RodModel rod(&b, cables, m, clamp, RodEnd{}, "bench cables");
+      auto a = b.CreateMatrix(rod.pattern());
+      Array<Scalar> v(&b, std::vector<Scalar>(rod.num_dofs(), 0)), vhat(&b, rod.num_dofs()), rhs(&b, rod.num_dofs());
+      CondParams params;
+      params.theta_threshold = 1e-8;
+      CondSolver solver(&b, params);
+      solver.SetChains(rod.ChainPtr(), rod.ChainNodes(), RodModel::kChainBand);
+      const double assemble = MedianSeconds(reps, b, [&] { rod.Assemble(v, 0.01, Vec3(0, 0, -9.81), nullptr, a.get(), &rhs); });
+      CondStats st;
+      const double solve = MedianSeconds(reps, b, [&] {
+        b.Fill(0, &vhat);
+        st = solver.Solve(*a, rhs, &vhat);
+      });
+      std::printf("%-26s %8d %9d %10d %12.3f %10.3f %6d\n", target.name.c_str(), count, segments, rod.num_dofs(),
+                  assemble * 1e3, solve * 1e3, st.iterations);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed"},
+                   "--threads", "--seed", "--max-cables"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector|solver|fem [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod [--backend cpu|cuda|all] [--min-rows 1e4]\n"
                  "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--min-tets 1e4]\n"
                  "       [--max-tets 1e6] [--reps 20] [--threads N] [--seed S]\n"
                  "fem: co-rotational FEM assembly per step on box meshes, time per assembly and per element.\n"
+                 "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
+                 "(--max-cables N caps the batch).\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
                  "and the per-iteration cost in SpMVs of the same matrix.\n"
                  "SpMV: 3x3-block 7-point grid matrices; on cuda every SpMV path (csr, bsr,\n"
@@ -172,8 +211,8 @@ int RunBench(const std::vector<std::string>& argv) {
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
-  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem") {
-    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem)");
+  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod") {
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod)");
   }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
@@ -201,6 +240,7 @@ int RunBench(const std::vector<std::string>& argv) {
   if (which != "cpu" && which != "cuda" && which != "all") throw Error("bench: --backend must be cpu, cuda or all");
 
   std::printf("# condsim bench %s: median of %d reps, Scalar = %zu bytes\n", what.c_str(), reps, sizeof(Scalar));
+  if (what == "rod") return BenchRod(configs, reps, threads, Index(args.GetInt("--max-cables", 4096, 1, 1000000)));
   if (what == "fem") {
     return BenchFem(configs, Index(args.GetInt("--min-tets", 10000, 6, 100000000)),
                     Index(args.GetInt("--max-tets", 1000000, 6, 100000000)), reps, threads);

@@ -272,6 +272,40 @@ TEST(RodJoints, GeometricStiffnessIsAnSpdDiagonalThatVanishesAtRest) {
   EXPECT_GT(d.diagonal().maxCoeff(), 0.0);
 }
 
+TEST(RodBatch, CablesInOneModelMatchSeparateModels) {
+  // three cables of different lengths in one model: the same forces and energy as three models
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  const std::vector<RodGeometry> cables = {MakeStraightRod(Vec3(0, 0, 0), Vec3(1, 0, 0), 0.1, 5),
+                                           MakeStraightRod(Vec3(0, 1, 0), Vec3(0, 0, 1), 0.2, 8),
+                                           MakePolylineRod({Vec3(1, 1, 1), Vec3(1.1, 1, 1), Vec3(1.1, 1.1, 1)}, 6)};
+  RodEnd start;
+  start.attached = true;
+  RodModel batch(backend.get(), cables, Cable(), start, RodEnd{});
+  EXPECT_EQ(batch.num_cables(), 3);
+  EXPECT_EQ(batch.cable_start(), (std::vector<Index>{0, 5, 13, 19}));
+  EXPECT_EQ(batch.ChainPtr(), (std::vector<Index>{0, 10, 26, 38}));
+  auto rng = test::Rng();
+  const auto dq = test::RandomVector(rng, batch.num_dofs(), -1e-3, 1e-3);
+  Perturb(batch, batch.positions().ToHost(), batch.orientations().ToHost(), dq);
+  Array<Scalar> f(backend.get(), batch.num_dofs());
+  const double energy = batch.JointForces(&f);
+  const std::vector<Scalar> fb = f.ToHost();
+  double sum = 0;
+  for (std::size_t c = 0; c < cables.size(); ++c) {
+    RodModel one(backend.get(), cables[c], Cable(), start, RodEnd{});
+    const Index s0 = batch.cable_start()[c];
+    const std::vector<Scalar> part(dq.begin() + 6 * s0, dq.begin() + 6 * (s0 + one.num_segments()));
+    Perturb(one, one.positions().ToHost(), one.orientations().ToHost(), part);
+    Array<Scalar> fo(backend.get(), one.num_dofs());
+    sum += one.JointForces(&fo);
+    const std::vector<Scalar> h = fo.ToHost();
+    for (Index k = 0; k < one.num_dofs(); ++k) EXPECT_EQ(fb[6 * s0 + k], h[k]) << "cable " << c;
+  }
+  EXPECT_NEAR(energy, sum, 1e-15 * std::max(1.0, sum));
+  EXPECT_THROW(batch.SetEndPose(3, 0, Vec3(0, 0, 0), Quat(), Vec3(0, 0, 0), Vec3(0, 0, 0)), Error);
+  EXPECT_THROW(batch.SetEndPose(1, 1, Vec3(0, 0, 0), Quat(), Vec3(0, 0, 0), Vec3(0, 0, 0)), Error);
+}
+
 TEST(RodModelInput, RejectsBadParameters) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
   RodMaterial m = Cable();

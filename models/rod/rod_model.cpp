@@ -86,29 +86,54 @@ RodGeometry MakePolylineRod(const std::vector<Vec3>& points, Index segments) {
 
 RodModel::RodModel(Backend* backend, const RodGeometry& geometry, const RodMaterial& material,
                    const RodEnd& start_end, const RodEnd& finish_end, const std::string& source)
+    : RodModel(backend, std::vector<RodGeometry>{geometry}, material, start_end, finish_end, source) {}
+
+RodModel::RodModel(Backend* backend, const std::vector<RodGeometry>& cables, const RodMaterial& material,
+                   const RodEnd& start_end, const RodEnd& finish_end, const std::string& source)
     : backend_(backend), material_(material), kernels_(MakeRodKernels(*backend)) {
   material.Validate(source);
-  segments_ = static_cast<Index>(geometry.centers.size());
-  CONDSIM_CHECK(segments_ >= 1 && geometry.frames.size() == geometry.centers.size(),
-                source << ": a rod needs at least one segment and one frame per segment");
-  CONDSIM_CHECK(geometry.segment_length > 0, source << ": segment_length must be > 0 [m]");
+  CONDSIM_CHECK(!cables.empty(), source << ": no cables");
   for (int e = 0; e < 2; ++e) {
     const RodEnd& end = e == 0 ? start_end : finish_end;
     CONDSIM_CHECK(!end.attached || (std::isfinite(end.stiffness_scale) && end.stiffness_scale > 0),
                   source << ": end " << e << " stiffness_scale must be > 0");
   }
-  length_ = geometry.segment_length;
+  // flattened segments; cable c owns segments cable_start_[c] .. cable_start_[c+1]-1
+  std::vector<Vec3> centers;
+  std::vector<Mat3> frames;
+  std::vector<double> seg_length;
+  cable_start_.assign(1, 0);
+  for (std::size_t c = 0; c < cables.size(); ++c) {
+    const RodGeometry& g = cables[c];
+    CONDSIM_CHECK(!g.centers.empty() && g.frames.size() == g.centers.size(),
+                  source << ": cable " << c << " needs at least one segment and one frame per segment");
+    CONDSIM_CHECK(g.segment_length > 0, source << ": cable " << c << " segment_length must be > 0 [m]");
+    for (std::size_t s = 0; s < g.centers.size(); ++s) {
+      centers.push_back(g.centers[s]);
+      frames.push_back(ToMatrix(Normalized(g.frames[s])));
+      seg_length.push_back(g.segment_length);
+    }
+    cable_start_.push_back(CheckedIndex(centers.size(), "rod segments"));
+  }
+  segments_ = cable_start_.back();
+  CheckedIndex(std::size_t(segments_) * 6, "rod DOFs");
+  length_ = cables[0].segment_length;
   const double r = material.radius, area = kPi * r * r, i_bend = kPi * r * r * r * r / 4, j_twist = kPi * r * r * r * r / 2;
-  mass_host_ = material.density * area * length_;
-  inertia_host_ = {Scalar(mass_host_ * (3 * r * r + length_ * length_) / 12), Scalar(mass_host_ * (3 * r * r + length_ * length_) / 12),
-                   Scalar(mass_host_ * r * r / 2)};
+  std::vector<Scalar> masses, inertia;
+  for (double len : seg_length) {
+    const double m = material.density * area * len;
+    masses.push_back(Scalar(m));
+    inertia.insert(inertia.end(), {Scalar(m * (3 * r * r + len * len) / 12), Scalar(m * (3 * r * r + len * len) / 12), Scalar(m * r * r / 2)});
+  }
+  mass_host_ = masses[0];
+  inertia_host_.assign(inertia.begin(), inertia.begin() + 3);
   auto stiffness = [&](double span, double scale) {
     const double g = material.Shear();
     return std::vector<Scalar>{Scalar(scale * g * area / span),        Scalar(scale * g * area / span),
                                Scalar(scale * material.young * area / span), Scalar(scale * material.young * i_bend / span),
                                Scalar(scale * material.young * i_bend / span), Scalar(scale * g * j_twist / span)};
   };
-  // joints: kinematic end poses first (left side = pose), then the internal ones
+  // joints: the kinematic end poses (left side = pose slot 2c + end), then the internal ones
   std::vector<Index> left, right, pose;
   std::vector<Scalar> arm_l, arm_r, rest, k, pose_x, pose_q;
   auto add_joint = [&](Index l, Index rr, Index p, const Vec3& al, const Vec3& ar, const Mat3& r0, const std::vector<Scalar>& kk) {
@@ -123,27 +148,29 @@ RodModel::RodModel(Backend* backend, const RodGeometry& geometry, const RodMater
       for (int j = 0; j < 3; ++j) rest.push_back(r0(i, j));
     k.insert(k.end(), kk.begin(), kk.end());
   };
-  std::vector<Mat3> frames;
-  for (const Quat& q : geometry.frames) frames.push_back(ToMatrix(Normalized(q)));
-  for (int e = 0; e < 2; ++e) {
-    const RodEnd& end = e == 0 ? start_end : finish_end;
-    const Index s = e == 0 ? 0 : segments_ - 1;
-    const Vec3 tip = geometry.centers[s] + (e == 0 ? -0.5 : 0.5) * length_ * frames[s].Col(2);
-    for (int c = 0; c < 3; ++c) pose_x.push_back(tip[c]);
-    const Quat q = FromMatrix(frames[s]);
-    pose_q.insert(pose_q.end(), {q.w, q.x, q.y, q.z});
-    if (!end.attached) continue;
-    end_pose_joint_[e] = static_cast<Index>(left.size());
-    add_joint(-1, s, e, Vec3(0, 0, 0), Transpose(frames[s]) * (tip - geometry.centers[s]), Mat3::Identity(),
-              stiffness(length_ / 2, end.stiffness_scale));
+  end_pose_joint_.assign(2 * cables.size(), -1);
+  for (std::size_t c = 0; c < cables.size(); ++c) {
+    for (int e = 0; e < 2; ++e) {
+      const RodEnd& end = e == 0 ? start_end : finish_end;
+      const Index s = e == 0 ? cable_start_[c] : cable_start_[c + 1] - 1;
+      const Vec3 tip = centers[s] + (e == 0 ? -0.5 : 0.5) * seg_length[s] * frames[s].Col(2);
+      for (int d = 0; d < 3; ++d) pose_x.push_back(tip[d]);
+      const Quat q = FromMatrix(frames[s]);
+      pose_q.insert(pose_q.end(), {q.w, q.x, q.y, q.z});
+      if (!end.attached) continue;
+      end_pose_joint_[2 * c + e] = static_cast<Index>(left.size());
+      add_joint(-1, s, static_cast<Index>(2 * c + e), Vec3(0, 0, 0), Transpose(frames[s]) * (tip - centers[s]),
+                Mat3::Identity(), stiffness(seg_length[s] / 2, end.stiffness_scale));
+    }
   }
-  for (Index s = 0; s + 1 < segments_; ++s) {
-    // the joint point: midway between the facing segment ends (the rest errors vanish)
-    const Vec3 p = 0.5 * ((geometry.centers[s] + 0.5 * length_ * frames[s].Col(2)) +
-                          (geometry.centers[s + 1] - 0.5 * length_ * frames[s + 1].Col(2)));
-    add_joint(s, s + 1, -1, Transpose(frames[s]) * (p - geometry.centers[s]),
-              Transpose(frames[s + 1]) * (p - geometry.centers[s + 1]), Transpose(frames[s]) * frames[s + 1],
-              stiffness(length_, 1.0));
+  for (std::size_t c = 0; c < cables.size(); ++c) {
+    for (Index s = cable_start_[c]; s + 1 < cable_start_[c + 1]; ++s) {
+      // the joint point: midway between the facing segment ends (the rest errors vanish)
+      const Vec3 p = 0.5 * ((centers[s] + 0.5 * seg_length[s] * frames[s].Col(2)) +
+                            (centers[s + 1] - 0.5 * seg_length[s + 1] * frames[s + 1].Col(2)));
+      add_joint(s, s + 1, -1, Transpose(frames[s]) * (p - centers[s]), Transpose(frames[s + 1]) * (p - centers[s + 1]),
+                Transpose(frames[s]) * frames[s + 1], stiffness(0.5 * (seg_length[s] + seg_length[s + 1]), 1.0));
+    }
   }
   joints_ = static_cast<Index>(left.size());
   // pattern: every node's diagonal block and all node pairs coupled through a joint
@@ -175,8 +202,8 @@ RodModel::RodModel(Backend* backend, const RodGeometry& geometry, const RodMater
     for (Index q = pattern_.row_ptr[rr]; q < pattern_.row_ptr[rr + 1]; ++q) block_row[q] = rr;
   std::vector<Scalar> x0, q0;
   for (Index s = 0; s < segments_; ++s) {
-    for (int c = 0; c < 3; ++c) x0.push_back(geometry.centers[s][c]);
-    const Quat q = Normalized(geometry.frames[s]);
+    for (int c = 0; c < 3; ++c) x0.push_back(centers[s][c]);
+    const Quat q = FromMatrix(frames[s]);
     q0.insert(q0.end(), {q.w, q.x, q.y, q.z});
   }
   Backend* b = backend_;
@@ -198,14 +225,12 @@ RodModel::RodModel(Backend* backend, const RodGeometry& geometry, const RodMater
   q_mid_ = Array<Scalar>(b, 4 * segments_);
   pose_x_ = Array<Scalar>(b, pose_x);
   pose_q_ = Array<Scalar>(b, pose_q);
-  pose_v_ = Array<Scalar>(b, std::vector<Scalar>(12, 0));
+  pose_v_ = Array<Scalar>(b, std::vector<Scalar>(12 * cables.size(), 0));
   jkj_ = Array<Scalar>(b, 144 * std::max<Index>(joints_, 1));
   force_ = Array<Scalar>(b, 12 * std::max<Index>(joints_, 1));
   energy_ = Array<Scalar>(b, std::max<Index>(joints_, 1));
   b->Fill(0, &energy_);
-  mass_ = Array<Scalar>(b, std::vector<Scalar>(static_cast<std::size_t>(segments_), Scalar(mass_host_)));
-  std::vector<Scalar> inertia;
-  for (Index s = 0; s < segments_; ++s) inertia.insert(inertia.end(), inertia_host_.begin(), inertia_host_.end());
+  mass_ = Array<Scalar>(b, masses);
   inertia_ = Array<Scalar>(b, inertia);
   ones_ = Array<Scalar>(b, std::vector<Scalar>(static_cast<std::size_t>(std::max<Index>(joints_, 1)), Scalar(1)));
   zero_v_ = Array<Scalar>(b, std::vector<Scalar>(std::size_t(6) * segments_, Scalar(0)));
@@ -215,24 +240,23 @@ RodModel::RodModel(Backend* backend, const RodGeometry& geometry, const RodMater
 RodModel::~RodModel() = default;
 
 void RodModel::SetEndPose(int end, const Vec3& position, const Quat& orientation, const Vec3& v, const Vec3& w) {
+  SetEndPose(0, end, position, orientation, v, w);
+}
+
+void RodModel::SetEndPose(Index cable, int end, const Vec3& position, const Quat& orientation, const Vec3& v,
+                          const Vec3& w) {
+  CONDSIM_CHECK(cable >= 0 && cable < num_cables(), "rod: cable " << cable << " does not exist (" << num_cables() << " cables)");
   CONDSIM_CHECK(end == 0 || end == 1, "rod: end must be 0 (start) or 1 (finish), got " << end);
-  CONDSIM_CHECK(end_pose_joint_[end] >= 0, "rod: end " << end << " is free; attach it (RodEnd) to drive it");
-  std::vector<Scalar> px = pose_x_.ToHost(), pq = pose_q_.ToHost(), pv = pose_v_.ToHost();
+  const Index slot = 2 * cable + end;
+  CONDSIM_CHECK(end_pose_joint_[slot] >= 0, "rod: end " << end << " of cable " << cable << " is free; attach it (RodEnd) to drive it");
   const Quat q = Normalized(orientation);
-  for (int c = 0; c < 3; ++c) {
-    px[3 * end + c] = position[c];
-    pv[6 * end + c] = v[c];
-    pv[6 * end + 3 + c] = w[c];
-  }
-  pq[4 * end] = q.w;
-  pq[4 * end + 1] = q.x;
-  pq[4 * end + 2] = q.y;
-  pq[4 * end + 3] = q.z;
+  const std::vector<Scalar> px = {position[0], position[1], position[2]}, pq = {q.w, q.x, q.y, q.z},
+                            pv = {v[0], v[1], v[2], w[0], w[1], w[2]};
   for (Scalar value : px) CONDSIM_CHECK(std::isfinite(value), "rod: end pose is not finite");
   for (Scalar value : pv) CONDSIM_CHECK(std::isfinite(value), "rod: end pose velocity is not finite");
-  pose_x_.CopyFromHost(px);
-  pose_q_.CopyFromHost(pq);
-  pose_v_.CopyFromHost(pv);
+  backend_->CopyFromHost(pose_x_.data() + 3 * slot, px.data(), sizeof(Scalar) * 3);
+  backend_->CopyFromHost(pose_q_.data() + 4 * slot, pq.data(), sizeof(Scalar) * 4);
+  backend_->CopyFromHost(pose_v_.data() + 6 * slot, pv.data(), sizeof(Scalar) * 6);
 }
 
 void RodModel::ComputeJoints(const Scalar* x, const Scalar* q, Scalar half_dt, bool with_energy) {

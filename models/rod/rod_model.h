@@ -55,21 +55,35 @@ class RodModel {
  public:
   RodModel(Backend* backend, const RodGeometry& geometry, const RodMaterial& material,
            const RodEnd& start_end = {}, const RodEnd& finish_end = {}, const std::string& source = "rod");
+  // several cables of one material in one model (a batch): segments concatenated in order, no
+  // joint between cables, the same end conditions for every cable
+  RodModel(Backend* backend, const std::vector<RodGeometry>& cables, const RodMaterial& material,
+           const RodEnd& start_end = {}, const RodEnd& finish_end = {}, const std::string& source = "rods");
   ~RodModel();
 
   Index num_segments() const { return segments_; }
+  Index num_cables() const { return static_cast<Index>(cable_start_.size()) - 1; }
+  // first segment of each cable, and the total at the end
+  const std::vector<Index>& cable_start() const { return cable_start_; }
   Index num_dofs() const { return 6 * segments_; }
   const BlockPattern& pattern() const { return pattern_; }
+  // of the first cable's segments
   double segment_mass() const { return mass_host_; }
-  const std::vector<Scalar>& inertia() const { return inertia_host_; }  // body moments of one segment
+  const std::vector<Scalar>& inertia() const { return inertia_host_; }  // body moments
   double segment_length() const { return length_; }
   double radius() const { return material_.radius; }
-  // the rod as one COND chain (CondSolver::SetChains): its nodes in order, coupling reach 3
+  // the cables as COND chains (CondSolver::SetChains): all nodes in order, one chain per cable,
+  // coupling reach 3
   static constexpr Index kChainBand = 3;
   std::vector<Index> ChainNodes(Index node_offset = 0) const {
     std::vector<Index> nodes;
     for (Index k = 0; k < 2 * segments_; ++k) nodes.push_back(node_offset + k);
     return nodes;
+  }
+  std::vector<Index> ChainPtr() const {
+    std::vector<Index> ptr;
+    for (Index s : cable_start_) ptr.push_back(2 * s);
+    return ptr;
   }
 
   // state on the backend: centres (3 per segment), orientations (unit quaternions w,x,y,z)
@@ -78,6 +92,7 @@ class RodModel {
   // the poses the attached ends follow (position, orientation, mid-step velocity (v, w));
   // end 0 = start, 1 = finish
   void SetEndPose(int end, const Vec3& position, const Quat& orientation, const Vec3& v, const Vec3& w);
+  void SetEndPose(Index cable, int end, const Vec3& position, const Quat& orientation, const Vec3& v, const Vec3& w);
 
   // assembles eq. 9 at the current state with velocities v (6 per segment), step dt, gravity and
   // optional external wrenches (6 per segment). `linearize_at` = a v-hat guess assembles the
@@ -99,7 +114,8 @@ class RodModel {
   double length_ = 0, mass_host_ = 0;
   std::vector<Scalar> inertia_host_;
   BlockPattern pattern_;
-  std::vector<Index> end_pose_joint_{-1, -1};
+  std::vector<Index> end_pose_joint_;  // joint of pose slot 2c + end, or -1
+  std::vector<Index> cable_start_;
   Array<Index> left_, right_, pose_, node_ptr_, node_refs_, block_ptr_, block_refs_, block_row_;
   Array<Scalar> arm_l_, arm_r_, rest_, k_, x_, q_, x_mid_, q_mid_, pose_x_, pose_q_, pose_v_;
   Array<Scalar> jkj_, force_, energy_, mass_, inertia_, ones_, zero_v_, r_;
