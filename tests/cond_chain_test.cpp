@@ -8,6 +8,7 @@
 #include <Eigen/SparseCholesky>
 
 #include "cond_fixtures.h"
+#include "sparse_reference.h"
 
 #include "condsim/error.h"
 #include "models/cond/cond_solver.h"
@@ -63,17 +64,8 @@ TEST(CondChains, StiffCableWithoutContactsSolvesInOneOrTwoIterations) {
   ASSERT_TRUE(out.stats.converged);
   EXPECT_LE(out.stats.iterations, 3);
   // reference: sparse direct solve of the same A v = b
-  const BlockPattern& p = s.a->pattern();
-  const std::vector<Scalar> vals = s.a->values().ToHost(), hb = s.b->ToHost();
-  std::vector<Eigen::Triplet<double>> t;
-  for (Index r = 0; r < p.block_rows; ++r)
-    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) t.emplace_back(3 * r + i, 3 * p.col_idx[k] + j, vals[9 * std::size_t(k) + 3 * i + j]);
-  Eigen::SparseMatrix<double> sa(p.rows(), p.cols());
-  sa.setFromTriplets(t.begin(), t.end());
-  const Eigen::VectorXd ref = Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>>(sa).solve(Eigen::Map<const Eigen::VectorXd>(hb.data(), hb.size()));
-  EXPECT_LT(test::RelativeError(out.v, std::vector<Scalar>(ref.data(), ref.data() + ref.size())), 1e-8);
+  const std::vector<Scalar> ref = test::SparseSolve(*s.a, *s.b);
+  EXPECT_LT(test::RelativeError(out.v, ref), 1e-8);
   // the plain Frobenius W does not get there in 20000 iterations on this system
   const CableSystem::Out plain = s.Solve(false, ContactSet(), 1e-9);
   std::cout << "[ info     ] stiff cable, 40 segments: chain W " << out.stats.iterations

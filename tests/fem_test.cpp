@@ -19,6 +19,7 @@
 #include <Eigen/Dense>
 
 #include "condsim/error.h"
+#include "sparse_reference.h"
 #include "test_util.h"
 
 namespace condsim {
@@ -397,17 +398,7 @@ double CantileverTip(Index nx, Index nh, std::vector<double>* table) {
   Array<Scalar> x(backend.get(), mesh.x), v(backend.get(), std::vector<Scalar>(mesh.x.size(), 0)), b(backend.get(), Index(mesh.x.size()));
   fem.Assemble(x, v, dt, Vec3(0, 0, -g), nullptr, a.get(), &b);
   // sparse direct solve (Eigen) as the reference linear solver
-  const BlockPattern& p = a->pattern();
-  const std::vector<Scalar> vals = a->values().ToHost(), rhs = b.ToHost();
-  std::vector<Eigen::Triplet<double>> t;
-  for (Index r = 0; r < p.block_rows; ++r)
-    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) t.emplace_back(3 * r + i, 3 * p.col_idx[k] + j, vals[9 * std::size_t(k) + 3 * i + j]);
-  Eigen::SparseMatrix<double> sa(p.rows(), p.cols());
-  sa.setFromTriplets(t.begin(), t.end());
-  Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(sa);
-  const Eigen::VectorXd vhat = ldlt.solve(Eigen::Map<const Eigen::VectorXd>(rhs.data(), rhs.size()));
+  const std::vector<Scalar> vhat = test::SparseSolve(*a, b);
   // mean vertical displacement of the tip face
   double tip = 0;
   int count = 0;

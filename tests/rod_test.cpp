@@ -14,6 +14,7 @@
 #include <Eigen/SparseCholesky>
 
 #include "condsim/error.h"
+#include "sparse_reference.h"
 #include "test_util.h"
 
 namespace condsim {
@@ -147,17 +148,7 @@ std::vector<Scalar> StaticSolve(RodFixture& fx, const std::vector<Scalar>& f_ext
   const Scalar dt = 1e6;
   Array<Scalar> v(&b, std::vector<Scalar>(rod.num_dofs(), 0)), rhs(&b, rod.num_dofs()), fe(&b, f_ext);
   rod.Assemble(v, dt, gravity, &fe, a.get(), &rhs);
-  const BlockPattern& p = a->pattern();
-  const std::vector<Scalar> vals = a->values().ToHost(), hb = rhs.ToHost();
-  std::vector<Eigen::Triplet<double>> t;
-  for (Index r = 0; r < p.block_rows; ++r)
-    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) t.emplace_back(3 * r + i, 3 * p.col_idx[k] + j, vals[9 * std::size_t(k) + 3 * i + j]);
-  Eigen::SparseMatrix<double> sa(p.rows(), p.cols());
-  sa.setFromTriplets(t.begin(), t.end());
-  Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(sa);
-  const Eigen::VectorXd vhat = ldlt.solve(Eigen::Map<const Eigen::VectorXd>(hb.data(), hb.size()));
+  const std::vector<Scalar> vhat = test::SparseSolve(*a, rhs);
   std::vector<Scalar> u(static_cast<std::size_t>(rod.num_dofs()));
   for (Index k = 0; k < rod.num_dofs(); ++k) u[k] = dt / 2 * vhat[k];
   return u;
