@@ -51,6 +51,15 @@ void ContactSet::Validate(const std::vector<Index>& node_env, bool isotropic_onl
   }
 }
 
+Mat3 ContactFrame(const Vec3& normal) {
+  const Vec3 n = Normalized(normal);
+  // first tangent: the axis least aligned with n, orthogonalized
+  const Vec3 axis = std::fabs(n[0]) < 0.9 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+  const Vec3 t1 = Normalized(axis - Dot(axis, n) * n);
+  const Vec3 t2 = Cross(n, t1);
+  return Mat3::FromRows(n, t1, t2);
+}
+
 ContactColoring ColorContacts(const ContactSet& contacts, Index num_nodes) {
   // colors already used at each node, as a small sorted list
   std::vector<std::vector<Index>> used(static_cast<std::size_t>(num_nodes));

@@ -31,6 +31,10 @@ struct ContactSet {
   void Validate(const std::vector<Index>& node_env, bool isotropic_only) const;
 };
 
+// the frame of a contact with normal n: rows (n, t1, t2), a rotation (t1 along the world axis
+// least aligned with n; isotropic friction does not depend on the choice)
+Mat3 ContactFrame(const Vec3& normal);
+
 // contacts grouped so that no two contacts of one color share a node: the contacts of a color
 // are independent (Prop. 3 holds within it) and are solved in parallel. With one contact per
 // node there is one color and the solve is exactly the paper's Alg. 2.

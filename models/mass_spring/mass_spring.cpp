@@ -7,15 +7,6 @@
 
 namespace condsim {
 
-Mat3 ContactFrame(const Vec3& normal) {
-  const Vec3 n = Normalized(normal);
-  // first tangent: the axis least aligned with n, orthogonalized
-  const Vec3 axis = std::fabs(n[0]) < 0.9 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-  const Vec3 t1 = Normalized(axis - Dot(axis, n) * n);
-  const Vec3 t2 = Cross(n, t1);
-  return Mat3::FromRows(n, t1, t2);
-}
-
 MassSpringSystem MakeMassSpringGrid(Index nx, Index ny, Scalar h, Scalar m, Scalar k, Scalar t,
                                     Scalar g, Scalar mu, const std::vector<Scalar>& v0) {
   CONDSIM_CHECK(nx >= 1 && ny >= 1, "mass-spring grid: size " << nx << " x " << ny << " must be >= 1 x 1");

@@ -25,7 +25,4 @@ struct MassSpringSystem {
 MassSpringSystem MakeMassSpringGrid(Index nx, Index ny, Scalar h, Scalar m, Scalar k, Scalar t,
                                     Scalar g, Scalar mu, const std::vector<Scalar>& v0);
 
-// the frame of a contact with normal n: rows (n, t1, t2), a rotation
-Mat3 ContactFrame(const Vec3& normal);
-
 }  // namespace condsim
