@@ -5,7 +5,7 @@
 namespace condsim {
 
 std::unique_ptr<FemKernels> MakeCpuFemKernels(int threads) {
-  return std::make_unique<FemKernelsImpl<cpu::Exec>>(cpu::Exec{threads});
+  return std::make_unique<KernelSetImpl<cpu::Exec, FemKernels>>(cpu::Exec{threads});
 }
 
 }  // namespace condsim

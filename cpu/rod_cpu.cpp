@@ -5,7 +5,7 @@
 namespace condsim {
 
 std::unique_ptr<RodKernels> MakeCpuRodKernels(int threads) {
-  return std::make_unique<RodKernelsImpl<cpu::Exec>>(cpu::Exec{threads});
+  return std::make_unique<KernelSetImpl<cpu::Exec, RodKernels>>(cpu::Exec{threads});
 }
 
 }  // namespace condsim

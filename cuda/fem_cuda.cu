@@ -5,7 +5,7 @@
 namespace condsim {
 
 std::unique_ptr<FemKernels> MakeCudaFemKernels(void* stream) {
-  return std::make_unique<FemKernelsImpl<cuda::Exec>>(cuda::Exec{static_cast<cudaStream_t>(stream)});
+  return std::make_unique<KernelSetImpl<cuda::Exec, FemKernels>>(cuda::Exec{static_cast<cudaStream_t>(stream)});
 }
 
 }  // namespace condsim

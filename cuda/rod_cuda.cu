@@ -5,7 +5,7 @@
 namespace condsim {
 
 std::unique_ptr<RodKernels> MakeCudaRodKernels(void* stream) {
-  return std::make_unique<RodKernelsImpl<cuda::Exec>>(cuda::Exec{static_cast<cudaStream_t>(stream)});
+  return std::make_unique<KernelSetImpl<cuda::Exec, RodKernels>>(cuda::Exec{static_cast<cudaStream_t>(stream)});
 }
 
 }  // namespace condsim

@@ -194,7 +194,7 @@ FemModel::~FemModel() = default;
 void FemModel::ComputeElements(const Array<Scalar>& x, bool with_energy, bool with_geometric) {
   CONDSIM_CHECK(x.size() == 3 * num_nodes_, "fem: positions have " << x.size() << " entries, the mesh has "
                                                                     << num_nodes_ << " nodes");
-  kernels_->Elements(num_tets_, FemElementOp{tets_.data(), x.data(), bm_.data(), volume_.data(), mu_.data(),
+  kernels_->Run(num_tets_, FemElementOp{tets_.data(), x.data(), bm_.data(), volume_.data(), mu_.data(),
                                              lambda_.data(), rotation_.data(), force_.data(),
                                              with_energy ? energy_.data() : nullptr,
                                              with_geometric ? geo_diag_.data() : nullptr});
@@ -204,7 +204,7 @@ Scalar FemModel::ElasticForces(const Array<Scalar>& x, Array<Scalar>* f) {
   CONDSIM_CHECK(f->size() == 3 * num_nodes_, "fem: force array has " << f->size() << " entries");
   ComputeElements(x, true, false);
   // b with v = 0, no mass terms: the gathered element forces
-  kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
+  kernels_->Run(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
                                              zero_v_.data(), nullptr, Vec3(0, 0, 0), Scalar(0), f->data()});
   return backend_->Dot(energy_, ones_);
 }
@@ -220,18 +220,18 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
   CONDSIM_CHECK(a->pattern().nnz_blocks() == pattern_.nnz_blocks() && a->pattern().block_rows == pattern_.block_rows,
                 "fem: the matrix was not created from this model's pattern");
   if (linearize_at != nullptr) {
-    kernels_->Midpoint(n, MidpointOp{x.data(), linearize_at->data(), dt / 2, x_mid_.data()});
+    kernels_->Run(n, MidpointOp{x.data(), linearize_at->data(), dt / 2, x_mid_.data()});
     ComputeElements(x_mid_, false, material_.geometric_stiffness);
   } else {
     ComputeElements(x, false, material_.geometric_stiffness);
   }
-  kernels_->NodeRhs(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
+  kernels_->Run(num_nodes_, FemNodeRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(),
                                              v.data(), f_ext != nullptr ? f_ext->data() : nullptr, gravity,
                                              Scalar(2) / dt, b->data()});
   // A = (2/t + alpha) M + (t/2 + beta) K   (eq. 9 with Rayleigh damping)
   const Scalar mass_coeff = Scalar(2) / dt + Scalar(material_.rayleigh_alpha);
   const Scalar stiffness_coeff = dt / 2 + Scalar(material_.rayleigh_beta);
-  kernels_->Blocks(pattern_.nnz_blocks(),
+  kernels_->Run(pattern_.nnz_blocks(),
                    FemBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(), a->col_idx().data(), bm_.data(),
                               volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(),
                               material_.geometric_stiffness ? geo_diag_.data() : nullptr, mass_coeff,
@@ -239,21 +239,21 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
   if (linearize_at != nullptr) {
     // Newton (eq. 10): b += (t/2) K v-hat, from A v-hat without the mass part
     a->Multiply(1, *linearize_at, 0, &r_);
-    kernels_->NewtonRhs(n, NewtonRhsOp{mass_.data(), linearize_at->data(), r_.data(), mass_coeff,
+    kernels_->Run(n, NewtonRhsOp{mass_.data(), linearize_at->data(), r_.data(), mass_coeff,
                                        (dt / 2) / stiffness_coeff, b->data()});
   }
   if (num_links_ > 0) {
-    kernels_->LinkBlocks(pattern_.nnz_blocks(), LinkBlockOp{link_block_ptr_.data(), link_block_refs_.data(), link_k_.data(),
+    kernels_->Run(pattern_.nnz_blocks(), LinkBlockOp{link_block_ptr_.data(), link_block_refs_.data(), link_k_.data(),
                                                            dt / 2, a->mutable_values().data()});
-    kernels_->LinkRhs(num_nodes_, LinkRhsOp{link_node_ptr_.data(), link_node_refs_.data(), link_i_.data(), link_j_.data(),
+    kernels_->Run(num_nodes_, LinkRhsOp{link_node_ptr_.data(), link_node_refs_.data(), link_i_.data(), link_j_.data(),
                                            link_k_.data(), x.data(), b->data()});
   }
   if (num_attached_ > 0) {
-    kernels_->Attach(num_attached_, AttachOp{attach_nodes_.data(), attach_block_.data(), attach_k_.data(), attach_p_.data(),
+    kernels_->Run(num_attached_, AttachOp{attach_nodes_.data(), attach_block_.data(), attach_k_.data(), attach_p_.data(),
                                              attach_v_.data(), x.data(), dt / 2, a->mutable_values().data(), b->data()});
   }
   if (!prescribed_nodes_.empty()) {
-    kernels_->Dirichlet(num_nodes_, DirichletRowOp{a->row_ptr().data(), a->col_idx().data(), prescribed_.data(),
+    kernels_->Run(num_nodes_, DirichletRowOp{a->row_ptr().data(), a->col_idx().data(), prescribed_.data(),
                                                    v_prescribed_.data(), a->mutable_values().data(), b->data()});
   }
 }

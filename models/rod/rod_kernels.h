@@ -1,22 +1,15 @@
-// The rod launches (see models/cond/cond_kernels.h for the pattern).
+// The rod launches (models/kernel_set.h).
 #pragma once
 
 #include <memory>
 
 #include "condsim/backend.h"
+#include "models/kernel_set.h"
 #include "models/rod/rod_ops.h"
 
 namespace condsim {
 
-class RodKernels {
- public:
-  virtual ~RodKernels() = default;
-  virtual void Joints(Index count, const RodJointOp& op) = 0;
-  virtual void Rhs(Index count, const RodRhsOp& op) = 0;
-  virtual void Blocks(Index count, const RodBlockOp& op) = 0;
-  virtual void Advance(Index count, const RodAdvanceOp& op) = 0;
-  virtual void NewtonRhs(Index count, const RodNewtonRhsOp& op) = 0;
-};
+class RodKernels : public KernelSet<RodJointOp, RodRhsOp, RodBlockOp, RodAdvanceOp, RodNewtonRhsOp> {};
 
 std::unique_ptr<RodKernels> MakeCpuRodKernels(int threads);   // cpu/rod_cpu.cpp
 std::unique_ptr<RodKernels> MakeCudaRodKernels(void* stream);  // cuda/rod_cuda.cu
@@ -25,19 +18,5 @@ inline std::unique_ptr<RodKernels> MakeRodKernels(Backend& backend) {
   return backend.kind() == BackendKind::kCpu ? MakeCpuRodKernels(backend.cpu_threads())
                                              : MakeCudaRodKernels(backend.cuda_stream());
 }
-
-template <class Exec>
-class RodKernelsImpl final : public RodKernels {
- public:
-  explicit RodKernelsImpl(Exec exec) : exec_(exec) {}
-  void Joints(Index count, const RodJointOp& op) override { exec_.For(count, op); }
-  void Rhs(Index count, const RodRhsOp& op) override { exec_.For(count, op); }
-  void Blocks(Index count, const RodBlockOp& op) override { exec_.For(count, op); }
-  void Advance(Index count, const RodAdvanceOp& op) override { exec_.For(count, op); }
-  void NewtonRhs(Index count, const RodNewtonRhsOp& op) override { exec_.For(count, op); }
-
- private:
-  Exec exec_;
-};
 
 }  // namespace condsim

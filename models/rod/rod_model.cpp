@@ -261,7 +261,7 @@ void RodModel::SetEndPose(Index cable, int end, const Vec3& position, const Quat
 
 void RodModel::ComputeJoints(const Scalar* x, const Scalar* q, Scalar half_dt, bool with_energy) {
   if (joints_ == 0) return;
-  kernels_->Joints(joints_, RodJointOp{left_.data(), right_.data(), pose_.data(), arm_l_.data(), arm_r_.data(), rest_.data(),
+  kernels_->Run(joints_, RodJointOp{left_.data(), right_.data(), pose_.data(), arm_l_.data(), arm_r_.data(), rest_.data(),
                                        k_.data(), x, q, pose_x_.data(), pose_q_.data(), pose_v_.data(), half_dt,
                                        material_.geometric_stiffness && !with_energy, jkj_.data(), force_.data(),
                                        with_energy ? energy_.data() : nullptr});
@@ -270,7 +270,7 @@ void RodModel::ComputeJoints(const Scalar* x, const Scalar* q, Scalar half_dt, b
 Scalar RodModel::JointForces(Array<Scalar>* f) {
   CONDSIM_CHECK(f->size() == 6 * segments_, "rod: force array needs " << 6 * segments_ << " entries");
   ComputeJoints(x_.data(), q_.data(), 0, true);
-  kernels_->Rhs(2 * segments_, RodRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(), inertia_.data(),
+  kernels_->Run(2 * segments_, RodRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(), inertia_.data(),
                                         q_.data(), zero_v_.data(), nullptr, Vec3(0, 0, 0), Scalar(0), f->data()});
   return backend_->Dot(energy_, ones_);
 }
@@ -285,29 +285,29 @@ void RodModel::Assemble(const Array<Scalar>& v, Scalar dt, const Vec3& gravity, 
   CONDSIM_CHECK(a->pattern().nnz_blocks() == pattern_.nnz_blocks() && a->pattern().block_rows == pattern_.block_rows,
                 "rod: the matrix was not created from this model's pattern");
   if (linearize_at != nullptr) {
-    kernels_->Advance(segments_, RodAdvanceOp{x_.data(), q_.data(), linearize_at->data(), dt / 2, x_mid_.data(), q_mid_.data()});
+    kernels_->Run(segments_, RodAdvanceOp{x_.data(), q_.data(), linearize_at->data(), dt / 2, x_mid_.data(), q_mid_.data()});
     ComputeJoints(x_mid_.data(), q_mid_.data(), dt / 2, false);
   } else {
     ComputeJoints(x_.data(), q_.data(), dt / 2, false);
   }
-  kernels_->Rhs(2 * segments_, RodRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(), inertia_.data(),
+  kernels_->Run(2 * segments_, RodRhsOp{node_ptr_.data(), node_refs_.data(), force_.data(), mass_.data(), inertia_.data(),
                                         q_.data(), v.data(), f_ext != nullptr ? f_ext->data() : nullptr, gravity,
                                         Scalar(2) / dt, b->data()});
   const Scalar mass_coeff = Scalar(2) / dt + Scalar(material_.rayleigh_alpha);
   const Scalar stiffness_coeff = dt / 2 + Scalar(material_.rayleigh_beta);
-  kernels_->Blocks(pattern_.nnz_blocks(), RodBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(),
+  kernels_->Run(pattern_.nnz_blocks(), RodBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(),
                                                      a->col_idx().data(), jkj_.data(), mass_.data(), inertia_.data(),
                                                      q_.data(), mass_coeff, stiffness_coeff, a->mutable_values().data()});
   if (linearize_at != nullptr) {
     a->Multiply(1, *linearize_at, 0, &r_);
-    kernels_->NewtonRhs(2 * segments_, RodNewtonRhsOp{mass_.data(), inertia_.data(), q_.data(), linearize_at->data(),
+    kernels_->Run(2 * segments_, RodNewtonRhsOp{mass_.data(), inertia_.data(), q_.data(), linearize_at->data(),
                                                       r_.data(), mass_coeff, (dt / 2) / stiffness_coeff, b->data()});
   }
 }
 
 void RodModel::Advance(const Array<Scalar>& vhat, Scalar dt) {
   CONDSIM_CHECK(vhat.size() == 6 * segments_, "rod: v-hat needs " << 6 * segments_ << " entries");
-  kernels_->Advance(segments_, RodAdvanceOp{x_.data(), q_.data(), vhat.data(), dt, x_.data(), q_.data()});
+  kernels_->Run(segments_, RodAdvanceOp{x_.data(), q_.data(), vhat.data(), dt, x_.data(), q_.data()});
 }
 
 }  // namespace condsim
