@@ -22,6 +22,12 @@ CONDSIM_HD_INLINE void StoreQuat(Scalar* q, Index s, const Quat& v) {
   p[3] = v.z;
 }
 
+// world-frame inertia R diag(I_body) R^T of segment s
+CONDSIM_HD_INLINE Mat3 WorldInertia(const Scalar* inertia, const Scalar* q, Index s) {
+  const Mat3 r = ToMatrix(LoadQuat(q, s));
+  return r * Mat3::Diagonal(LoadVec3(inertia, s)) * Transpose(r);
+}
+
 // rotation vector of a rotation matrix (the SO(3) logarithm), robust near 0 and pi
 CONDSIM_HD_INLINE Vec3 LogRotation(const Mat3& r) {
   Quat q = FromMatrix(r);  // w >= 0
@@ -215,9 +221,7 @@ struct RodRhsOp {
     if (n % 2 == 0) {
       out += (two_over_dt * mass[s]) * vn + mass[s] * gravity;
     } else {
-      const Mat3 r = ToMatrix(LoadQuat(q, s));
-      const Mat3 iw = r * Mat3::Diagonal(LoadVec3(inertia, s)) * Transpose(r);
-      const Vec3 iww = iw * vn;
+      const Vec3 iww = WorldInertia(inertia, q, s) * vn;
       out += two_over_dt * iww - Cross(vn, iww);
     }
     if (f_ext != nullptr) out += LoadVec3(f_ext, n);
@@ -256,8 +260,7 @@ struct RodBlockOp {
       if (n % 2 == 0) {
         out = out + (mass_coeff * mass[s]) * Mat3::Identity();
       } else {
-        const Mat3 r = ToMatrix(LoadQuat(q, s));
-        out = out + mass_coeff * (r * Mat3::Diagonal(LoadVec3(inertia, s)) * Transpose(r));
+        out = out + mass_coeff * WorldInertia(inertia, q, s);
       }
     }
     StoreMat3(values, k, out);
@@ -298,8 +301,7 @@ struct RodNewtonRhsOp {
     if (n % 2 == 0) {
       mv = mass[s] * vn;
     } else {
-      const Mat3 rot = ToMatrix(LoadQuat(q, s));
-      mv = (rot * Mat3::Diagonal(LoadVec3(inertia, s)) * Transpose(rot)) * vn;
+      mv = WorldInertia(inertia, q, s) * vn;
     }
     AddVec3(b, n, scale * (LoadVec3(r, n) - mass_coeff * mv));
   }
