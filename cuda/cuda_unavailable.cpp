@@ -3,6 +3,7 @@
 #include "models/cond/cond_kernels.h"
 #include "models/fem/fem_kernels.h"
 #include "models/rod/rod_kernels.h"
+#include "models/system/system_kernels.h"
 
 namespace condsim {
 
@@ -25,6 +26,10 @@ std::unique_ptr<FemKernels> MakeCudaFemKernels(void* /*stream*/) {
 }
 
 std::unique_ptr<RodKernels> MakeCudaRodKernels(void* /*stream*/) {
+  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
+}
+
+std::unique_ptr<SystemKernels> MakeCudaSystemKernels(void* /*stream*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 

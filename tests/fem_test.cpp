@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <map>
+#include <set>
 
 #include "condsim/error.h"
 #include "sparse_reference.h"
@@ -462,6 +464,37 @@ TEST(FemBoundary, DrivenNodesFollowTheirTrajectoryAndBadInputIsRejected) {
       EXPECT_NEAR(xn[15 + c], target[c], 1e-12);
       EXPECT_NEAR(xn[c], mesh.x[c], 1e-15);
     }
+  }
+}
+
+}  // namespace
+}  // namespace condsim
+
+namespace condsim {
+namespace {
+
+// the boundary triangles close the body with outward normals: by the divergence theorem
+// sum over triangles of x0 . (x1 x x2) / 6 equals the total tetrahedron volume (1e-12
+// relative), and every boundary edge is shared by exactly two triangles
+TEST(TetMeshSurface, TrianglesCloseTheBodyWithOutwardNormals) {
+  for (const TetMesh& mesh : {MakeBoxMesh(Vec3(0.1, -0.2, 0.3), Vec3(0.3, 0.2, 0.1), 3, 2, 2),
+                              MakeSphereMesh(Vec3(0.5, 0.5, 0.5), 0.2, 0.06)}) {
+    const std::vector<Index> tri = SurfaceTriangles(mesh);
+    double volume = 0, flux = 0;
+    for (Index e = 0; e < mesh.num_tets(); ++e) volume += TetVolume(mesh, e);
+    std::map<std::pair<Index, Index>, int> edges;
+    for (std::size_t t = 0; t < tri.size(); t += 3) {
+      flux += Dot(mesh.Node(tri[t]), Cross(mesh.Node(tri[t + 1]), mesh.Node(tri[t + 2]))) / 6;
+      for (int a = 0; a < 3; ++a) {
+        const Index p = tri[t + a], q = tri[t + (a + 1) % 3];
+        ++edges[{std::min(p, q), std::max(p, q)}];
+      }
+    }
+    EXPECT_NEAR(flux, volume, 1e-12 * volume);
+    for (const auto& [edge, count] : edges) EXPECT_EQ(count, 2);
+    // the surface nodes are exactly the nodes of those triangles
+    const std::vector<Index> nodes = SurfaceNodes(mesh);
+    EXPECT_EQ(std::set<Index>(tri.begin(), tri.end()), std::set<Index>(nodes.begin(), nodes.end()));
   }
 }
 

@@ -30,6 +30,8 @@ class CondKernels {
   virtual void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) = 0;
   virtual void ChainFactor(Index chains, const ChainFactorOp& op) = 0;
   virtual void ChainApply(Index chains, const ChainApplyOp& op) = 0;
+  virtual void RigidResponse(Index groups, const RigidResponseOp& op) = 0;
+  virtual void SetNodeScalar(Index count, const SetNodeScalarOp& op) = 0;
 };
 
 // per-backend instantiations (cpu/cond_cpu.cpp, cuda/cond_cuda.cu or cuda/cuda_unavailable.cpp)

@@ -44,6 +44,8 @@ class CondKernelsImpl final : public CondKernels {
   }
   void ChainFactor(Index chains, const ChainFactorOp& op) override { exec_.For(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) override { exec_.For(chains, op); }
+  void RigidResponse(Index groups, const RigidResponseOp& op) override { exec_.For(groups, op); }
+  void SetNodeScalar(Index count, const SetNodeScalarOp& op) override { exec_.For(count, op); }
 
  private:
   Exec exec_;

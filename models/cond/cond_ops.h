@@ -264,3 +264,68 @@ struct ChainApplyOp {
 };
 
 }  // namespace condsim
+
+namespace condsim {
+
+// rigid groups (CondSolver::SetRigidGroups): body k has velocity nodes trans[k] (v) and rot[k]
+// (omega), the 6x6 inverse of its own block A_o (row-major), and virtual nodes node[ptr[k] ..
+// ptr[k+1]) at arms r (J = [I, -[r]x], eq. 15) with gains kv
+struct RigidGroupView {
+  const Index* trans;
+  const Index* rot;
+  const Scalar* ao_inv;
+  const Index* ptr;
+  const Index* node;
+  const Scalar* arm;
+  const Scalar* kv;
+};
+
+// the body's exact answer to the contact forces f (Jc^T lambda per DOF) (eq. 15 solved for the
+// group): v_o = A_o^-1 (b_o + sum_v J_v^T f_v), v_v = J_v v_o + f_v / kv. Writes u_v = v_v - w_v f_v
+// before the sweeps (the sweep adds w_v f_v back), or u_o and u_v = v_v after them.
+struct RigidResponseOp {
+  RigidGroupView g;
+  const Scalar* b;
+  const Scalar* f;
+  const Scalar* w;
+  bool before_sweep;
+  Scalar* u;
+  CONDSIM_HD void operator()(Index k) const {
+    Vec3 st = LoadVec3(b, g.trans[k]), sr = LoadVec3(b, g.rot[k]);
+    for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+      const Vec3 fv = LoadVec3(f, g.node[e]);
+      st += fv;
+      sr += Cross(LoadVec3(g.arm, e), fv);  // J^T f: force and torque r x f
+    }
+    const Scalar* m = g.ao_inv + 36 * std::int64_t(k);
+    Scalar s[6] = {st[0], st[1], st[2], sr[0], sr[1], sr[2]}, vo[6];
+    for (int i = 0; i < 6; ++i) {
+      vo[i] = 0;
+      for (int j = 0; j < 6; ++j) vo[i] += m[6 * i + j] * s[j];
+    }
+    const Vec3 vt(vo[0], vo[1], vo[2]), vr(vo[3], vo[4], vo[5]);
+    if (!before_sweep) {
+      StoreVec3(u, g.trans[k], vt);
+      StoreVec3(u, g.rot[k], vr);
+    }
+    for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+      const Index n = g.node[e];
+      const Vec3 fv = LoadVec3(f, n);
+      Vec3 vv = vt + Cross(vr, LoadVec3(g.arm, e)) + (Scalar(1) / g.kv[e]) * fv;
+      if (before_sweep) vv -= w[3 * std::int64_t(n)] * fv;
+      StoreVec3(u, n, vv);
+    }
+  }
+};
+
+// w = value[k] on the 3 DOFs of node[k]
+struct SetNodeScalarOp {
+  const Index* node;
+  const Scalar* value;
+  Scalar* w;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    for (int d = 0; d < 3; ++d) w[3 * std::int64_t(node[k]) + d] = value[k];
+  }
+};
+
+}  // namespace condsim

@@ -3,6 +3,7 @@
 #include "models/cond/cond_solver.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -71,6 +72,58 @@ void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
   node_env_host_ = node_env;
   nodes_ = 0;  // re-prepare
   groups_dirty_ = true;
+}
+
+void CondSolver::SetRigidGroups(const RigidGroups& g) {
+  const Index n = g.size();
+  CONDSIM_CHECK(g.rot.size() == g.trans.size() && g.ao_inv.size() == 36 * std::size_t(n) && g.ptr.size() == std::size_t(n) + 1 &&
+                    g.arm.size() == 3 * g.node.size() && g.kv.size() == g.node.size() && std::size_t(g.ptr.back()) == g.node.size(),
+                "SetRigidGroups: inconsistent arrays");
+  // d_v: largest absolute row sum of the group's J A_o^-1 J^T + I / kv
+  std::vector<Scalar> d(g.node.size(), 0);
+  for (Index k = 0; k < n; ++k) {
+    const Scalar* m = g.ao_inv.data() + 36 * std::size_t(k);
+    auto jac = [&](Index e) {  // 3x6 J = [I, -[r]x]
+      const Mat3 sk = Scalar(-1) * Skew(LoadVec3(g.arm.data(), e));
+      std::array<Scalar, 18> j{};
+      for (int r = 0; r < 3; ++r) {
+        j[6 * r + r] = 1;
+        for (int c = 0; c < 3; ++c) j[6 * r + 3 + c] = sk(r, c);
+      }
+      return j;
+    };
+    for (Index a = g.ptr[k]; a < g.ptr[k + 1]; ++a) {
+      CONDSIM_CHECK(std::isfinite(g.kv[a]) && g.kv[a] > 0, "SetRigidGroups: kv must be > 0");
+      const auto ja = jac(a);
+      Scalar ja_m[18] = {};  // J_a A_o^-1
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 6; ++c)
+          for (int q = 0; q < 6; ++q) ja_m[6 * r + c] += ja[6 * r + q] * m[6 * q + c];
+      Scalar rows[3] = {1 / g.kv[a], 1 / g.kv[a], 1 / g.kv[a]};
+      for (Index b = g.ptr[k]; b < g.ptr[k + 1]; ++b) {
+        const auto jb = jac(b);
+        for (int r = 0; r < 3; ++r)
+          for (int c = 0; c < 3; ++c) {
+            Scalar gv = 0;
+            for (int q = 0; q < 6; ++q) gv += ja_m[6 * r + q] * jb[6 * c + q];
+            rows[r] += std::fabs(gv);
+          }
+      }
+      d[a] = std::max(rows[0], std::max(rows[1], rows[2]));
+    }
+  }
+  num_rigid_ = n;
+  rg_max_node_ = -1;
+  for (const auto* list : {&g.trans, &g.rot, &g.node})
+    for (Index k : *list) rg_max_node_ = std::max(rg_max_node_, k);
+  rg_trans_ = Array<Index>(backend_, g.trans);
+  rg_rot_ = Array<Index>(backend_, g.rot);
+  rg_ptr_ = Array<Index>(backend_, g.ptr);
+  rg_node_ = Array<Index>(backend_, g.node);
+  rg_ao_inv_ = Array<Scalar>(backend_, g.ao_inv);
+  rg_arm_ = Array<Scalar>(backend_, g.arm);
+  rg_kv_ = Array<Scalar>(backend_, g.kv);
+  rg_d_ = Array<Scalar>(backend_, d);
 }
 
 void CondSolver::SetContacts(const ContactSet& contacts) {
@@ -145,7 +198,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     for (Index e = 0; e < num_envs_; ++e) dof_offsets[e + 1] += dof_offsets[e];
     node_env_ = Array<Index>(b, node_env_host_);
     dof_offsets_ = Array<Index>(b, dof_offsets);
-    for (Array<Scalar>* x : {&w_, &r_, &r_prev_, &u_, &v_prev_, &diff_}) *x = Array<Scalar>(b, n);
+    for (Array<Scalar>* x : {&w_, &r_, &r_prev_, &u_, &v_prev_, &diff_, &f_}) *x = Array<Scalar>(b, n);
     diag_sum_ = Array<Scalar>(b, nodes);
     row_norm2_ = Array<Scalar>(b, nodes);
     env_scalar_ = Array<Scalar>(b, num_envs_);
@@ -233,6 +286,8 @@ void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
   ++solves_since_w_;
   kernels_->FrobeniusGroups(num_groups_, group_ptr_.data(), group_nodes_.data(), diag_sum_.data(),
                             row_norm2_.data(), w_.data());
+  // rigid groups: Gamma = d_v on their virtual nodes
+  if (num_rigid_ > 0) kernels_->SetNodeScalar(rg_node_.size(), SetNodeScalarOp{rg_node_.data(), rg_d_.data(), w_.data()});
 }
 
 void CondSolver::AddContactForces(const Scalar* weights, const Array<Scalar>& lambda,
@@ -252,6 +307,8 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   CONDSIM_CHECK(b.size() == n && v->size() == n,
                 "COND: b has " << b.size() << " and v has " << v->size() << " entries, A has " << n << " rows");
   Backend& be = *backend_;
+  CONDSIM_CHECK(num_rigid_ == 0 || rg_max_node_ < nodes_,
+                "COND: rigid group node " << rg_max_node_ << " is not a node of A (" << nodes_ << " nodes)");
   ComputeStepMatrix(a);
   const bool chains = !chain_ptr_host_.empty();
   const Index num_chains = chains ? static_cast<Index>(chain_ptr_host_.size()) - 1 : 0;
@@ -313,11 +370,23 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     } else {
       kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
     }
+    // rigid groups: virtual nodes at the body's answer to the current forces
+    const RigidGroupView rg{rg_trans_.data(), rg_rot_.data(), rg_ao_inv_.data(), rg_ptr_.data(), rg_node_.data(), rg_arm_.data(), rg_kv_.data()};
+    if (num_rigid_ > 0) {
+      be.Fill(0, &f_);
+      AddContactForces(nullptr, lambda_, &f_);
+      kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_.data(), w_.data(), true, u_.data()});
+    }
     AddContactForces(w_.data(), lambda_, &u_);
     for (std::size_t c = 0; c + 1 < color_ptr_.size(); ++c) {
       kernels_->Sweep(view, order_.data(), color_ptr_[c], color_ptr_[c + 1] - color_ptr_[c],
                       w_.data(), env_active_.data(), static_cast<Scalar>(params_.omega),
                       params_.projection, lambda_.data(), u_.data());
+    }
+    if (num_rigid_ > 0) {
+      be.Fill(0, &f_);
+      AddContactForces(nullptr, lambda_, &f_);
+      kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_.data(), w_.data(), false, u_.data()});
     }
     // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration; per environment it
     // starts at cheb_start[e] (l_s, moved on by a restart)

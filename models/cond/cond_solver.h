@@ -62,6 +62,24 @@ struct CondStats {
   double iterate_seconds = 0;         // the fixed-point loop
 };
 
+// rigid groups (docs/solver.md): a rigid body's velocity nodes (v, omega) and the virtual nodes
+// on it (eq. 15, J = [I, -[r]x], gain kv). The body's contact-free nodes take the exact answer
+// to the current contact forces, v_o = A_o^-1 (b_o + J^T f), and each virtual node the velocity
+// it then has, J v_o + f / kv; the contact step stays diagonal with Gamma = d_v, the largest
+// absolute row sum of the group's J A_o^-1 J^T + I / kv (a majorant, so the contacts of one body
+// converge like a projected Jacobi on its Delassus operator, at a rate independent of kv). A
+// plain diagonal W would need ~kv / (2m/t) iterations to move a body with its virtual nodes.
+struct RigidGroups {
+  std::vector<Index> trans, rot;   // velocity nodes of each body
+  std::vector<Scalar> ao_inv;      // 36 per body: inverse of the body's own 6x6 block of A
+                                   // (A without the virtual-node terms), row-major
+  std::vector<Index> ptr{0};       // virtual nodes of body k: node[ptr[k] .. ptr[k+1])
+  std::vector<Index> node;
+  std::vector<Scalar> arm;         // 3 per virtual node: contact point - centre of mass [m]
+  std::vector<Scalar> kv;          // per virtual node [N s/m]
+  Index size() const { return static_cast<Index>(trans.size()); }
+};
+
 class CondSolver {
  public:
   CondSolver(Backend* backend, const CondParams& params);
@@ -81,6 +99,8 @@ class CondSolver {
   // few iterations; contact nodes keep the scalar Frobenius w (Gamma stays diagonal). Chain c
   // holds nodes[ptr[c] .. ptr[c+1]); a node belongs to at most one chain. Frobenius W only.
   void SetChains(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
+  // rigid bodies answered exactly (see RigidGroups); the virtual nodes must not be in chains
+  void SetRigidGroups(const RigidGroups& groups);
   // solves A v = b + Jc^T lambda with eq. 11; v holds the initial guess (warm start) on entry
   // and the mid-step velocity on return. A must be square with 3x3 blocks.
   CondStats Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v);
@@ -124,6 +144,10 @@ class CondSolver {
   Array<Index> chain_ptr_, chain_nodes_, band_block_, factor_offset_;
   Array<Scalar> factor_, d_;
   Array<unsigned char> chain_ok_, in_contact_;
+  // rigid groups
+  Index num_rigid_ = 0, rg_max_node_ = -1;
+  Array<Index> rg_trans_, rg_rot_, rg_ptr_, rg_node_;
+  Array<Scalar> rg_ao_inv_, rg_arm_, rg_kv_, rg_d_, f_;
 };
 
 }  // namespace condsim

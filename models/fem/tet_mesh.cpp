@@ -1,7 +1,10 @@
 // Tetrahedral mesh validation and generators.
 #include "models/fem/tet_mesh.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <sstream>
 
 #include "condsim/error.h"
@@ -111,6 +114,39 @@ TetMesh MakeSphereMesh(const Vec3& center, Scalar radius, Scalar element_size) {
     mesh.x[i + 2] = center[2] + radius * z * std::sqrt(1 - x2 / 2 - y2 / 2 + x2 * y2 / 3);
   }
   return mesh;
+}
+
+}  // namespace condsim
+
+namespace condsim {
+
+std::vector<Index> SurfaceTriangles(const TetMesh& mesh) {
+  // faces of a positively oriented tet (opposite vertex last) with outward normals
+  static const int kFace[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}};
+  std::map<std::array<Index, 3>, std::pair<int, std::array<Index, 3>>> faces;
+  for (Index e = 0; e < mesh.num_tets(); ++e) {
+    const Index* t = mesh.tets.data() + 4 * std::size_t(e);
+    for (const auto& f : kFace) {
+      std::array<Index, 3> tri{t[f[0]], t[f[1]], t[f[2]]};
+      std::array<Index, 3> key = tri;
+      std::sort(key.begin(), key.end());
+      auto [it, inserted] = faces.emplace(key, std::make_pair(1, tri));
+      if (!inserted) ++it->second.first;
+    }
+  }
+  std::vector<Index> out;
+  for (const auto& [key, value] : faces) {
+    if (value.first != 1) continue;
+    out.insert(out.end(), value.second.begin(), value.second.end());
+  }
+  return out;
+}
+
+std::vector<Index> SurfaceNodes(const TetMesh& mesh) {
+  std::vector<Index> tri = SurfaceTriangles(mesh);
+  std::sort(tri.begin(), tri.end());
+  tri.erase(std::unique(tri.begin(), tri.end()), tri.end());
+  return tri;
 }
 
 }  // namespace condsim

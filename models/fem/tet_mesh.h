@@ -37,3 +37,13 @@ TetMesh MakeBoxMesh(const Vec3& origin, const Vec3& size, Index nx, Index ny, In
 TetMesh MakeSphereMesh(const Vec3& center, Scalar radius, Scalar element_size);
 
 }  // namespace condsim
+
+namespace condsim {
+
+// the boundary of a tetrahedral mesh: faces that belong to one element only, 3 node indices
+// per triangle, ordered so that the normal (x1 - x0) x (x2 - x0) points out of the body
+std::vector<Index> SurfaceTriangles(const TetMesh& mesh);
+// the nodes on the boundary, ascending
+std::vector<Index> SurfaceNodes(const TetMesh& mesh);
+
+}  // namespace condsim

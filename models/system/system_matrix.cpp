@@ -1,0 +1,149 @@
+// The global system: parts side by side plus the virtual nodes of eq. 15.
+#include "models/system/system_matrix.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "condsim/error.h"
+#include "models/system/system_kernels.h"
+
+namespace condsim {
+
+SystemMatrix::SystemMatrix(Backend* backend) : backend_(backend), kernels_(MakeSystemKernels(*backend)) {}
+
+SystemMatrix::~SystemMatrix() = default;
+
+Index SystemMatrix::AddPart(const BlockPattern& pattern) {
+  CONDSIM_CHECK(pattern.block_dim == 3 && pattern.block_rows == pattern.block_cols,
+                "system: a part needs a square pattern of 3x3 blocks");
+  CONDSIM_CHECK(matrix_ == nullptr, "system: parts must be added before the first SetVirtualNodes");
+  pattern.Validate();
+  const Index offset = base_nodes_;
+  parts_.push_back(pattern);
+  part_offset_.push_back(offset);
+  base_nodes_ = CheckedIndex(std::size_t(base_nodes_) + pattern.block_rows, "system: nodes");
+  // the base pattern grows by the part, shifted to its offset
+  base_.block_dim = 3;
+  base_.block_rows = base_.block_cols = base_nodes_;
+  part_block_offset_.push_back(base_.nnz_blocks());
+  for (Index r = 0; r < pattern.block_rows; ++r) {
+    for (Index k = pattern.row_ptr[r]; k < pattern.row_ptr[r + 1]; ++k) base_.col_idx.push_back(offset + pattern.col_idx[k]);
+    base_.row_ptr.push_back(static_cast<Index>(base_.col_idx.size()));
+  }
+  return offset;
+}
+
+void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
+  const Index nv = vn.size();
+  CONDSIM_CHECK(vn.ptr.size() == std::size_t(nv) + 1 && vn.jac.size() == 9 * vn.host.size() && vn.env.size() == std::size_t(nv),
+                "system: inconsistent virtual node set");
+  for (Index h : vn.host)
+    CONDSIM_CHECK(h >= 0 && h < base_nodes_, "system: virtual node host " << h << " is not a base node (0.." << base_nodes_ - 1 << ")");
+  virtual_ = vn;
+  const Index n = base_nodes_ + nv;
+  // eq. 15 terms as (row, col, kind, a, b, virtual node) in a fixed order
+  struct Term {
+    Index row, col;
+    int kind;
+    Index a, b, vn;
+  };
+  std::vector<Term> terms;
+  for (Index k = 0; k < nv; ++k) {
+    const Index vk = base_nodes_ + k;
+    for (Index ea = vn.ptr[k]; ea < vn.ptr[k + 1]; ++ea) {
+      for (Index eb = vn.ptr[k]; eb < vn.ptr[k + 1]; ++eb) terms.push_back({vn.host[ea], vn.host[eb], kJtJ, ea, eb, k});
+      terms.push_back({vn.host[ea], vk, kMinusJt, ea, 0, k});
+      terms.push_back({vk, vn.host[ea], kMinusJ, ea, 0, k});
+    }
+    terms.push_back({vk, vk, kIdentity, k, 0, k});
+  }
+  std::stable_sort(terms.begin(), terms.end(), [](const Term& x, const Term& y) {
+    return std::tie(x.row, x.col) < std::tie(y.row, y.col);
+  });
+  // merged pattern: base columns and term columns, row by row
+  BlockPattern p;
+  p.block_dim = 3;
+  p.block_rows = p.block_cols = n;
+  p.row_ptr.assign(1, 0);
+  std::vector<Index> map(base_.col_idx.size());
+  std::vector<Index> target;
+  std::vector<Index> term_ptr{0};
+  std::vector<int> kind;
+  std::vector<Index> ta, tb, tvn;
+  std::size_t t = 0;
+  for (Index r = 0; r < n; ++r) {
+    Index kb = r < base_nodes_ ? base_.row_ptr[r] : 0;
+    const Index kb_end = r < base_nodes_ ? base_.row_ptr[r + 1] : 0;
+    while (kb < kb_end || (t < terms.size() && terms[t].row == r)) {
+      const bool has_term = t < terms.size() && terms[t].row == r;
+      const Index c = kb < kb_end && (!has_term || base_.col_idx[kb] <= terms[t].col) ? base_.col_idx[kb] : terms[t].col;
+      const Index pos = static_cast<Index>(p.col_idx.size());
+      p.col_idx.push_back(c);
+      if (kb < kb_end && base_.col_idx[kb] == c) map[kb++] = pos;
+      if (t < terms.size() && terms[t].row == r && terms[t].col == c) {
+        target.push_back(pos);
+        for (; t < terms.size() && terms[t].row == r && terms[t].col == c; ++t) {
+          kind.push_back(terms[t].kind);
+          ta.push_back(terms[t].a);
+          tb.push_back(terms[t].b);
+          tvn.push_back(terms[t].vn);
+        }
+        term_ptr.push_back(static_cast<Index>(kind.size()));
+      }
+    }
+    p.row_ptr.push_back(static_cast<Index>(p.col_idx.size()));
+  }
+  matrix_ = backend_->CreateMatrix(p);
+  b_ = Array<Scalar>(backend_, 3 * n);
+  block_map_ = Array<Index>(backend_, map);
+  num_targets_ = static_cast<Index>(target.size());
+  target_block_ = Array<Index>(backend_, target);
+  term_ptr_ = Array<Index>(backend_, term_ptr);
+  term_kind_ = Array<int>(backend_, kind);
+  term_a_ = Array<Index>(backend_, ta);
+  term_b_ = Array<Index>(backend_, tb);
+  term_vn_ = Array<Index>(backend_, tvn);
+  vn_ptr_ = Array<Index>(backend_, vn.ptr);
+  vn_host_ = Array<Index>(backend_, vn.host);
+  jac_ = Array<Scalar>(backend_, vn.jac);
+  kv_ = Array<Scalar>(backend_, vn.kv);
+}
+
+void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, const std::vector<const Array<Scalar>*>& b) {
+  CONDSIM_CHECK(matrix_ != nullptr, "system: SetVirtualNodes must be called before Assemble");
+  CONDSIM_CHECK(a.size() == parts_.size() && b.size() == parts_.size(), "system: one matrix and one rhs per part");
+  Array<Scalar>& values = matrix_->mutable_values();
+  backend_->Fill(0, &values);
+  backend_->Fill(0, &b_);
+  for (std::size_t p = 0; p < parts_.size(); ++p) {
+    CONDSIM_CHECK(a[p]->pattern().nnz_blocks() == parts_[p].nnz_blocks() && b[p]->size() == parts_[p].rows(),
+                  "system: part " << p << " does not match its registered pattern");
+    kernels_->Run(parts_[p].nnz_blocks(),
+                  ScatterBlocksOp{a[p]->values().data(), block_map_.data() + part_block_offset_[p], values.data()});
+    if (b[p]->size() > 0)
+      backend_->CopyWithin(b_.data() + 3 * std::int64_t(part_offset_[p]), b[p]->data(), sizeof(Scalar) * std::size_t(b[p]->size()));
+  }
+  kernels_->Run(num_targets_, VirtualBlocksOp{target_block_.data(), term_ptr_.data(), term_kind_.data(), term_a_.data(),
+                                              term_b_.data(), term_vn_.data(), jac_.data(), kv_.data(), values.data()});
+}
+
+void SystemMatrix::GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v) {
+  CONDSIM_CHECK(part_v.size() == parts_.size(), "system: one velocity per part");
+  if (v->size() != 3 * num_nodes()) *v = Array<Scalar>(backend_, 3 * num_nodes());
+  for (std::size_t p = 0; p < parts_.size(); ++p) {
+    CONDSIM_CHECK(part_v[p]->size() == parts_[p].rows(), "system: part " << p << " velocity has the wrong size");
+    if (part_v[p]->size() > 0)
+      backend_->CopyWithin(v->data() + 3 * std::int64_t(part_offset_[p]), part_v[p]->data(), sizeof(Scalar) * std::size_t(part_v[p]->size()));
+  }
+  kernels_->Run(virtual_.size(), VirtualWarmStartOp{vn_ptr_.data(), vn_host_.data(), jac_.data(), base_nodes_, v->data()});
+}
+
+void SystemMatrix::ScatterVelocity(Index part, const Array<Scalar>& v, Array<Scalar>* part_v) {
+  const std::size_t p = static_cast<std::size_t>(part);
+  CONDSIM_CHECK(part >= 0 && p < parts_.size() && part_v->size() == parts_[p].rows() && v.size() >= 3 * base_nodes_,
+                "system: velocity scatter size mismatch");
+  if (part_v->size() > 0)
+    backend_->CopyWithin(part_v->data(), v.data() + 3 * std::int64_t(part_offset_[p]), sizeof(Scalar) * std::size_t(part_v->size()));
+}
+
+}  // namespace condsim

@@ -1,0 +1,67 @@
+// The global system of one step: the parts of a scene (FEM bodies, rod cables, rigid bodies,
+// each a block pattern at a node offset, batched environments side by side) plus the virtual
+// nodes of the step (eq. 15):
+//   A = [[A_o + kv Jv^T Jv, -kv Jv^T], [-kv Jv, kv I]],   b = [b_o; 0]
+// Virtual node k is global node num_base_nodes() + k. The parts assemble into their own
+// matrices; Assemble() copies their values into the global pattern (a block map, no atomics)
+// and adds the eq. 15 terms by gathers in a fixed order, so results are bitwise reproducible.
+// The pattern merge is host-side integer work, redone only when the virtual nodes change.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "condsim/backend.h"
+#include "condsim/block_sparse.h"
+#include "models/system/virtual_nodes.h"
+
+namespace condsim {
+
+class SystemKernels;
+
+class SystemMatrix {
+ public:
+  explicit SystemMatrix(Backend* backend);
+  ~SystemMatrix();
+
+  // registers a part with a square 3x3-block pattern; returns its first global node
+  Index AddPart(const BlockPattern& pattern);
+  Index num_parts() const { return static_cast<Index>(parts_.size()); }
+  Index part_offset(Index p) const { return part_offset_.at(std::size_t(p)); }
+  Index num_base_nodes() const { return base_nodes_; }
+  Index num_virtual() const { return virtual_.size(); }
+  Index num_nodes() const { return base_nodes_ + virtual_.size(); }
+  const VirtualNodeSet& virtual_nodes() const { return virtual_; }
+
+  // the virtual nodes of the coming solves (host nodes in global numbering, below
+  // num_base_nodes()); builds the global pattern and the eq. 15 term lists
+  void SetVirtualNodes(const VirtualNodeSet& vn);
+  // A and b from the parts' matrices and right-hand sides (AddPart order) and eq. 15
+  void Assemble(const std::vector<const DeviceBlockMatrix*>& a, const std::vector<const Array<Scalar>*>& b);
+  DeviceBlockMatrix& matrix() { return *matrix_; }
+  const Array<Scalar>& rhs() const { return b_; }
+
+  // v (resized to 3 num_nodes()) from the parts' velocities, virtual nodes at Jv v_o (the
+  // warm start of Sec. V-A5)
+  void GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v);
+  // part p's segment of the global v
+  void ScatterVelocity(Index part, const Array<Scalar>& v, Array<Scalar>* part_v);
+
+ private:
+  Backend* backend_;
+  std::unique_ptr<SystemKernels> kernels_;
+  std::vector<BlockPattern> parts_;
+  std::vector<Index> part_offset_, part_block_offset_;
+  Index base_nodes_ = 0;
+  BlockPattern base_;  // the parts side by side
+  VirtualNodeSet virtual_;
+  std::unique_ptr<DeviceBlockMatrix> matrix_;
+  Array<Scalar> b_;
+  // block maps (part blocks in AddPart order -> global blocks) and eq. 15 terms
+  Array<Index> block_map_, target_block_, term_ptr_, term_a_, term_b_, term_vn_, vn_ptr_, vn_host_;
+  Array<int> term_kind_;
+  Array<Scalar> jac_, kv_;
+  Index num_targets_ = 0;
+};
+
+}  // namespace condsim

@@ -1,0 +1,34 @@
+// Virtual nodes (paper Sec. III-A2, eq. 14-15): a massless node tied to host nodes by the damper
+//   f_v = -kv (Jv v-hat - v-hat_v),   Jv = [J_1 .. J_k]  (one 3x3 block per host node)   (eq. 14)
+// so that a contact at a point that is not a node (a point on a rigid body: J = [I, -[r]x];
+// a point inside a triangle or segment: J_a = w_a I) becomes a plain nodal contact. The system
+// grows to eq. 15:  A = [[A_o + kv Jv^T Jv, -kv Jv^T], [-kv Jv, kv I]],  b = [b_o; 0].
+#pragma once
+
+#include <vector>
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+
+namespace condsim {
+
+struct VirtualNodeSet {
+  std::vector<Index> ptr{0};     // virtual node k's hosts are entries ptr[k] .. ptr[k+1)
+  std::vector<Index> host;       // host node of an entry (global node numbering)
+  std::vector<Scalar> jac;       // 9 per entry: J_a, row-major
+  std::vector<Scalar> kv;        // gain per virtual node [N s/m]
+  std::vector<Index> env;        // environment per virtual node
+
+  Index size() const { return static_cast<Index>(kv.size()); }
+  Index num_entries() const { return static_cast<Index>(host.size()); }
+  void Clear() { *this = VirtualNodeSet(); }
+  // appends a virtual node with hosts h[0..n) and blocks j[0..n); returns its index
+  Index Add(Index n, const Index* h, const Mat3* j, Scalar gain, Index env_id = 0);
+  // a point p on a rigid body with velocity nodes `trans` (v) and `rot` (omega, world frame),
+  // r = p - x_com: the point moves with v + omega x r, so J = [I, -[r]x]
+  Index AddRigidPoint(Index trans, Index rot, const Vec3& r, Scalar gain, Index env_id = 0);
+  // a point with barycentric weights w over n nodes (triangle, segment): J_a = w_a I
+  Index AddBarycentric(Index n, const Index* nodes, const Scalar* w, Scalar gain, Index env_id = 0);
+};
+
+}  // namespace condsim

@@ -1,0 +1,124 @@
+// A scene stepped in time (paper Alg. 1): static shapes, rigid bodies and FEM bodies coupled by
+// contacts. Every step: detect contacts (nodes and rigid surface samples against the static
+// world and the rigid shapes), turn every contact point that is not a node into a virtual node
+// (eq. 14-15, gain kv), assemble the global A v-hat = b + Jc^T lambda, solve it with COND and
+// advance every part (x += t v-hat, v = 2 v-hat - v) with inelastic contacts.
+// Contact rule (docs/collision.md): a contact exists when the gap is below the margin
+// |v| t + contact_margin; phi_n = gap / t; friction against the static world is the geometric
+// mean sqrt(mu_shape,k mu_body) per tangent axis k (an anisotropic shape keeps its axes);
+// between two bodies sqrt(mu_i mu_j). SI units throughout.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "condsim/backend.h"
+#include "models/collision/static_world.h"
+#include "models/cond/cond_solver.h"
+#include "models/fem/fem_model.h"
+#include "models/rigid/rigid_model.h"
+#include "models/system/system_matrix.h"
+
+namespace condsim {
+
+struct WorldParams {
+  Scalar dt = 0.01;                     // time step t [s]
+  Vec3 gravity{0, 0, -9.81};            // [m/s^2]
+  Scalar kv = 1e5;                      // virtual-node gain (eq. 14) [N s/m]; Table I uses 1e5
+  Scalar contact_margin = 1e-3;         // detection distance beyond |v| t [m]
+  bool inelastic = true;                // restitution 0 at pressed contacts
+  CondParams cond;                      // the solver
+  // throws condsim::Error naming the field
+  void Validate() const;
+};
+
+// what the world reports for one contact (force sensors, tactile data)
+struct ContactRecord {
+  Vec3 position;     // contact point on body i's side [m]
+  Vec3 normal;       // unit normal, pointing into body i
+  Vec3 lambda;       // (normal, t1, t2) force in the contact frame [N] (mean over the step)
+  Vec3 force;        // the same in the world frame, acting on body i (body j gets -force) [N]
+  Index body_i = -1;  // body ids (World::AddRigid / AddFem order); -1: the static world
+  Index body_j = -1;
+  Index shape = -1;   // the static shape when body_j = -1
+};
+
+// total contact force and torque on a body [N], [N m] (torque about the rigid body's centre of
+// mass; about the origin for FEM bodies)
+struct Wrench {
+  Vec3 force;
+  Vec3 torque;
+};
+
+struct StepStats {
+  CondStats cond;
+  Index contacts = 0;
+  Index virtual_nodes = 0;
+};
+
+class World {
+ public:
+  World(Backend* backend, const WorldParams& params);
+  ~World();
+
+  // scene building (before the first Step); returns the shape / body id
+  Index AddStatic(const StaticShape& shape);
+  Index AddRigid(const RigidBody& body);
+  Index AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name = "fem body");
+
+  // external wrench (force, torque: 6 values) on a rigid body for the coming steps
+  void SetRigidWrench(Index body, const Vec3& force, const Vec3& torque);
+  StepStats Step();
+
+  Scalar time() const { return time_; }
+  Index step_count() const { return steps_; }
+  const WorldParams& params() const { return params_; }
+  const RigidModel& rigid() const { return rigid_; }
+  const RigidBody& rigid_body(Index body) const;
+  // FEM node positions / velocities (3 per node) of a body
+  std::vector<Scalar> FemPositions(Index body) const;
+  std::vector<Scalar> FemVelocities(Index body) const;
+  void SetFemVelocities(Index body, const std::vector<Scalar>& v);
+  const std::vector<ContactRecord>& contacts() const { return records_; }
+  // the sum of the contact forces on a body (the static world: body = -1)
+  Wrench BodyWrench(Index body) const;
+  // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
+  void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
+
+ private:
+  struct FemBody;
+  void Finalize();
+  void Detect(ContactSet* contacts, VirtualNodeSet* vn);
+  void ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
+                      std::vector<Scalar>* rigid_v_next, std::vector<std::vector<Scalar>>* fem_v_next);
+
+  Backend* backend_;
+  WorldParams params_;
+  std::vector<StaticShape> statics_;
+  std::vector<RigidBody> rigid_init_;
+  RigidModel rigid_;
+  std::vector<std::unique_ptr<FemBody>> fem_;
+  std::vector<std::pair<int, Index>> bodies_;  // (0 rigid | 1 fem, index in its kind)
+  std::vector<Scalar> rigid_wrench_;
+  bool finalized_ = false;
+  std::unique_ptr<SystemMatrix> system_;
+  std::unique_ptr<CondSolver> solver_;
+  std::unique_ptr<DeviceBlockMatrix> rigid_a_;
+  Array<Scalar> rigid_b_, rigid_v_, v_;
+  Index rigid_part_ = -1;
+  // per contact: owner info for the records, the virtual node's rigid body (or -1) per side
+  struct ContactMeta {
+    Vec3 position;
+    Index body_i, body_j, shape;
+    Index rigid_i, rigid_j;  // rigid body of a virtual-node side, else -1
+    Vec3 arm_i, arm_j;       // contact point - centre of mass on those sides
+  };
+  std::vector<ContactMeta> meta_;
+  std::vector<ContactRecord> records_;
+  Scalar tangent_rotation_ = 0;
+  Scalar time_ = 0;
+  Index steps_ = 0;
+};
+
+}  // namespace condsim
