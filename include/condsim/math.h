@@ -208,6 +208,15 @@ CONDSIM_HD_INLINE Quat FromRotationVector(const Vec3& theta) {
   return Normalized(Quat(std::cos(half), k * theta[0], k * theta[1], k * theta[2]));
 }
 
+// rotation vector of a rotation matrix (the SO(3) logarithm), robust near 0 and pi
+CONDSIM_HD_INLINE Vec3 LogRotation(const Mat3& r) {
+  Quat q = FromMatrix(r);  // w >= 0
+  const Scalar s = Norm(q.Vec());
+  if (s < Scalar(1e-8)) return Scalar(2) * q.Vec() * (1 - s * s / 6);  // angle ~ 2 s
+  const Scalar angle = 2 * std::atan2(s, q.w);
+  return (angle / s) * q.Vec();
+}
+
 // ---- flat structure-of-arrays access: item k of an array of 3-vectors / row-major 3x3 blocks
 
 CONDSIM_HD_INLINE Vec3 LoadVec3(const Scalar* a, Index k) {

@@ -101,6 +101,16 @@ RigidModel::RigidModel(const std::vector<RigidBody>& bodies, const std::string& 
   }
 }
 
+void RigidModel::SetPoseDrive(Index b, const PoseDrive& d) {
+  CONDSIM_CHECK(b >= 0 && b < num_bodies(), "pose drive: body " << b << " does not exist");
+  for (Scalar g : {d.k_lin, d.d_lin, d.k_ang, d.d_ang})
+    CONDSIM_CHECK(std::isfinite(g) && g >= 0, "pose drive of body " << b << ": gains must be finite and >= 0");
+  CONDSIM_CHECK(Finite(d.p) && Finite(d.v) && Finite(d.omega) && std::fabs(Norm(d.q) - 1) < 1e-6,
+                "pose drive of body " << b << ": target must be finite with a unit quaternion");
+  drives_.resize(bodies_.size());
+  drives_[b] = d;
+}
+
 Mat3 RigidModel::WorldInertia(Index b) const {
   const RigidBody& body = bodies_.at(std::size_t(b));
   const Mat3 r = ToMatrix(body.q);
@@ -145,6 +155,16 @@ void RigidModel::Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scal
     // eq. 4 with M-hat = 2M/t: b = M-hat v_k + f, and the momentum form for rotation
     StoreVec3(b->data(), 2 * k, (2 * body.mass / dt) * body.v + f);
     StoreVec3(b->data(), 2 * k + 1, (2 / dt) * (WorldInertia(k) * body.omega) + tau);
+    // the pose drive's implicit spring-damper (see PoseDrive)
+    if (std::size_t(k) < drives_.size()) {
+      const PoseDrive& d = drives_[k];
+      const Scalar ct = d.k_lin * dt / 2 + d.d_lin, cr = d.k_ang * dt / 2 + d.d_ang;
+      StoreMat3(values->data(), 4 * k, LoadMat3(values->data(), 4 * k) + ct * Mat3::Identity());
+      StoreMat3(values->data(), 4 * k + 3, LoadMat3(values->data(), 4 * k + 3) + cr * Mat3::Identity());
+      const Vec3 e = LogRotation(ToMatrix(body.q) * Transpose(ToMatrix(d.q)));
+      AddVec3(b->data(), 2 * k, Scalar(-d.k_lin) * (body.x - d.p) + d.d_lin * d.v);
+      AddVec3(b->data(), 2 * k + 1, Scalar(-d.k_ang) * e + d.d_ang * d.omega);
+    }
   }
 }
 

@@ -49,6 +49,19 @@ struct SurfacePoint {
 };
 std::vector<SurfacePoint> ContactSamples(const RigidBody& body);
 
+// a pose drive (eq. 7, implicit): a spring-damper pulling the body to a target pose at the
+// mid-step time t_k + t/2 (p, q and the velocities v, omega there), evaluated at mid-step:
+//   f = -k_lin (x_k + (t/2) v-hat - p) - d_lin (v-hat - v)
+//   tau = -k_ang (log(q_k q^-1) + (t/2) omega-hat) - d_ang (omega-hat - omega)
+// Set the target every step. A gripper palm or an end-effector follows a trajectory this way.
+struct PoseDrive {
+  Scalar k_lin = 0, d_lin = 0;   // [N/m], [N s/m]
+  Scalar k_ang = 0, d_ang = 0;   // [N m/rad], [N m s/rad]
+  Vec3 p, v;                     // target position [m] and velocity [m/s] at t_k + t/2
+  Quat q;                        // target orientation at t_k + t/2
+  Vec3 omega;                    // target angular velocity [rad/s] (world)
+};
+
 class RigidModel {
  public:
   RigidModel() = default;
@@ -68,6 +81,8 @@ class RigidModel {
   // the body's shape at its current pose (for node-vs-body distance queries)
   StaticShape ShapeAt(Index b) const;
 
+  // drives body b (gains >= 0, finite); call again each step with the new target
+  void SetPoseDrive(Index b, const PoseDrive& drive);
   // block values (pattern order) and b of the equations above; `wrench` holds force and
   // torque (6 per body, world frame, [N], [N m]) or is empty
   void Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scalar>& wrench, std::vector<Scalar>* values,
@@ -80,6 +95,7 @@ class RigidModel {
 
  private:
   std::vector<RigidBody> bodies_;
+  std::vector<PoseDrive> drives_;
   BlockPattern pattern_;
 };
 

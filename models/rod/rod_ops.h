@@ -28,15 +28,6 @@ CONDSIM_HD_INLINE Mat3 WorldInertia(const Scalar* inertia, const Scalar* q, Inde
   return r * Mat3::Diagonal(LoadVec3(inertia, s)) * Transpose(r);
 }
 
-// rotation vector of a rotation matrix (the SO(3) logarithm), robust near 0 and pi
-CONDSIM_HD_INLINE Vec3 LogRotation(const Mat3& r) {
-  Quat q = FromMatrix(r);  // w >= 0
-  const Scalar s = Norm(q.Vec());
-  if (s < Scalar(1e-8)) return Scalar(2) * q.Vec() * (1 - s * s / 6);  // angle ~ 2 s
-  const Scalar angle = 2 * std::atan2(s, q.w);
-  return (angle / s) * q.Vec();
-}
-
 // inverse right Jacobian of SO(3): d log(Q exp(eta)) = Jr^-1(log Q) eta
 CONDSIM_HD_INLINE Mat3 InverseRightJacobian(const Vec3& phi) {
   const Scalar theta2 = SquaredNorm(phi);

@@ -97,6 +97,12 @@ void World::SetRigidWrench(Index body, const Vec3& force, const Vec3& torque) {
   StoreVec3(rigid_wrench_.data(), 2 * k + 1, torque);
 }
 
+void World::SetPoseDrive(Index body, const PoseDrive& drive) {
+  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 0, "world: body " << body << " is not a rigid body");
+  if (!finalized_) Finalize();
+  rigid_.SetPoseDrive(bodies_[body].second, drive);
+}
+
 std::vector<Scalar> World::FemPositions(Index body) const {
   CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 1, "world: body " << body << " is not an FEM body");
   return fem_[bodies_[body].second]->x.ToHost();

@@ -69,6 +69,8 @@ class World {
 
   // external wrench (force, torque: 6 values) on a rigid body for the coming steps
   void SetRigidWrench(Index body, const Vec3& force, const Vec3& torque);
+  // a pose drive on a rigid body (models/rigid/rigid_model.h); set its target every step
+  void SetPoseDrive(Index body, const PoseDrive& drive);
   StepStats Step();
 
   Scalar time() const { return time_; }
