@@ -4,9 +4,9 @@
 // (eq. 14-15, gain kv), assemble the global A v-hat = b + Jc^T lambda, solve it with COND and
 // advance every part (x += t v-hat, v = 2 v-hat - v) with inelastic contacts.
 // Contact rule (docs/collision.md): a contact exists when the gap is below the margin
-// |v| t + contact_margin; phi_n = gap / t; friction against the static world is the geometric
-// mean sqrt(mu_shape,k mu_body) per tangent axis k (an anisotropic shape keeps its axes);
-// between two bodies sqrt(mu_i mu_j). SI units throughout.
+// |v| t + contact_margin; phi_n = gap / t; friction of a rigid body against the static world is
+// sqrt(mu_shape,k mu_body) per tangent axis k (an anisotropic shape keeps its axes), of an FEM
+// body the shape's; rigid-rigid sqrt(mu_i mu_j), FEM-rigid the rigid body's. SI units.
 #pragma once
 
 #include <memory>
