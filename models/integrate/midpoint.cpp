@@ -7,6 +7,11 @@
 
 namespace condsim {
 
+bool IsSticking(const ContactSet& contacts, const std::vector<Scalar>& lambda, Index m) {
+  return std::hypot(lambda[3 * std::size_t(m) + 1], lambda[3 * std::size_t(m) + 2]) <
+         std::min(contacts.mu1[m], contacts.mu2[m]) * lambda[3 * std::size_t(m)] * (1 - 1e-9);
+}
+
 void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar>& lambda,
                             const std::vector<Scalar>& vhat, std::vector<Scalar>* v_next) {
   CONDSIM_CHECK(lambda.size() == 3 * std::size_t(contacts.size()) && vhat.size() == v_next->size(),
@@ -17,8 +22,7 @@ void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar
     if (!(lambda[3 * std::size_t(m)] > 0)) continue;
     const Index i = contacts.node_i[m], j = contacts.node_j[m];
     const Mat3 r = contacts.Frame(m);
-    const bool stick = std::hypot(lambda[3 * std::size_t(m) + 1], lambda[3 * std::size_t(m) + 2]) <
-                       std::min(contacts.mu1[m], contacts.mu2[m]) * lambda[3 * std::size_t(m)] * (1 - 1e-9);
+    const bool stick = IsSticking(contacts, lambda, m);
     // relative velocity in the contact frame, now and at mid-step
     const Vec3 rel = r * (j >= 0 ? LoadVec3(v, i) - LoadVec3(v, j) : LoadVec3(v, i));
     const Vec3 mid = r * (j >= 0 ? LoadVec3(vh, i) - LoadVec3(vh, j) : LoadVec3(vh, i));

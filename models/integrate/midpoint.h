@@ -13,6 +13,10 @@
 
 namespace condsim {
 
+// a pressed contact m sticks: its tangential force is inside the cone (below min(mu1, mu2)
+// lambda_n, 1e-9 relative); the rule both the node and the rigid-body updates use
+bool IsSticking(const ContactSet& contacts, const std::vector<Scalar>& lambda, Index m);
+
 // v_next: on entry 2 v-hat - v_k, on return with the inelastic contact correction. D-contacts
 // correct the relative velocity of their two nodes symmetrically (equal mass weights).
 void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar>& lambda,

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "condsim/error.h"
+#include "models/integrate/midpoint.h"
 
 namespace condsim {
 
@@ -84,13 +85,18 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
   return static_cast<Index>(bodies_.size()) - 1;
 }
 
+void World::CheckBody(Index body, int kind) const {
+  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == kind,
+                "world: body " << body << " is not " << (kind == 0 ? "a rigid" : "an FEM") << " body");
+}
+
 const RigidBody& World::rigid_body(Index body) const {
-  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 0, "world: body " << body << " is not a rigid body");
+  CheckBody(body, 0);
   return finalized_ ? rigid_.body(bodies_[body].second) : rigid_init_[bodies_[body].second];
 }
 
 void World::SetRigidWrench(Index body, const Vec3& force, const Vec3& torque) {
-  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 0, "world: body " << body << " is not a rigid body");
+  CheckBody(body, 0);
   if (rigid_wrench_.empty()) rigid_wrench_.assign(6 * rigid_init_.size(), 0);
   const Index k = bodies_[body].second;
   StoreVec3(rigid_wrench_.data(), 2 * k, force);
@@ -98,23 +104,23 @@ void World::SetRigidWrench(Index body, const Vec3& force, const Vec3& torque) {
 }
 
 void World::SetPoseDrive(Index body, const PoseDrive& drive) {
-  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 0, "world: body " << body << " is not a rigid body");
+  CheckBody(body, 0);
   if (!finalized_) Finalize();
   rigid_.SetPoseDrive(bodies_[body].second, drive);
 }
 
 std::vector<Scalar> World::FemPositions(Index body) const {
-  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 1, "world: body " << body << " is not an FEM body");
+  CheckBody(body, 1);
   return fem_[bodies_[body].second]->x.ToHost();
 }
 
 std::vector<Scalar> World::FemVelocities(Index body) const {
-  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 1, "world: body " << body << " is not an FEM body");
+  CheckBody(body, 1);
   return fem_[bodies_[body].second]->v.ToHost();
 }
 
 void World::SetFemVelocities(Index body, const std::vector<Scalar>& v) {
-  CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == 1, "world: body " << body << " is not an FEM body");
+  CheckBody(body, 1);
   fem_[bodies_[body].second]->v.CopyFromHost(v);
 }
 
@@ -348,9 +354,7 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
   for (Index m = 0; m < contacts.size(); ++m) {
     if (!(lambda[3 * std::size_t(m)] > 0)) continue;
     const Mat3 r = contacts.Frame(m);
-    const bool stick = std::hypot(lambda[3 * std::size_t(m) + 1], lambda[3 * std::size_t(m) + 2]) <
-                       std::min(contacts.mu1[m], contacts.mu2[m]) * lambda[3 * std::size_t(m)] * (1 - 1e-9);
-    const int axes = stick ? 3 : 1;
+    const int axes = IsSticking(contacts, lambda, m) ? 3 : 1;
     for (int side = 0; side < 2; ++side) {
       const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
       if (node < 0) continue;

@@ -90,6 +90,8 @@ class World {
 
  private:
   struct FemBody;
+  // throws unless body is a body of this kind (0 rigid, 1 FEM)
+  void CheckBody(Index body, int kind) const;
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
   void ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
