@@ -32,6 +32,10 @@ class CondKernels {
   virtual void ChainApply(Index chains, const ChainApplyOp& op) = 0;
   virtual void RigidResponse(Index groups, const RigidResponseOp& op) = 0;
   virtual void SetNodeScalar(Index count, const SetNodeScalarOp& op) = 0;
+  virtual void BarycentricFrobenius(Index hosts, const BarycentricFrobeniusOp& op) = 0;
+  virtual void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) = 0;
+  virtual void BarycentricHost(Index hosts, const BarycentricHostOp& op) = 0;
+  virtual void BarycentricNode(Index nodes, const BarycentricNodeOp& op) = 0;
 };
 
 // per-backend instantiations (cpu/cond_cpu.cpp, cuda/cond_cuda.cu or cuda/cuda_unavailable.cpp)

@@ -46,6 +46,10 @@ class CondKernelsImpl final : public CondKernels {
   void ChainApply(Index chains, const ChainApplyOp& op) override { exec_.For(chains, op); }
   void RigidResponse(Index groups, const RigidResponseOp& op) override { exec_.For(groups, op); }
   void SetNodeScalar(Index count, const SetNodeScalarOp& op) override { exec_.For(count, op); }
+  void BarycentricFrobenius(Index hosts, const BarycentricFrobeniusOp& op) override { exec_.For(hosts, op); }
+  void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) override { exec_.For(nodes, op); }
+  void BarycentricHost(Index hosts, const BarycentricHostOp& op) override { exec_.For(hosts, op); }
+  void BarycentricNode(Index nodes, const BarycentricNodeOp& op) override { exec_.For(nodes, op); }
 
  private:
   Exec exec_;

@@ -124,6 +124,60 @@ void CondSolver::SetRigidGroups(const RigidGroups& g) {
   rg_arm_ = Array<Scalar>(backend_, g.arm);
   rg_kv_ = Array<Scalar>(backend_, g.kv);
   rg_d_ = Array<Scalar>(backend_, d);
+  rigid_vnodes_host_ = g.node;
+  groups_dirty_ = true;
+}
+
+void CondSolver::SetBarycentricNodes(const BarycentricNodes& bn) {
+  const Index n = bn.size();
+  CONDSIM_CHECK(bn.ptr.size() == std::size_t(n) + 1 && bn.ptr.front() == 0 && std::size_t(bn.ptr.back()) == bn.host.size() &&
+                    bn.weight.size() == bn.host.size() && bn.kv.size() == std::size_t(n),
+                "SetBarycentricNodes: inconsistent arrays");
+  // hosts in ascending node order, each with its incidences in virtual-node order
+  std::vector<Index> hosts = bn.host;
+  std::sort(hosts.begin(), hosts.end());
+  hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  std::vector<Index> slot(bn.host.size()), hptr(hosts.size() + 1, 0);
+  bary_max_node_ = -1;
+  for (Index k = 0; k < n; ++k) {
+    CONDSIM_CHECK(std::isfinite(bn.kv[k]) && bn.kv[k] > 0, "SetBarycentricNodes: kv of virtual node " << k << " must be > 0");
+    CONDSIM_CHECK(bn.node[k] >= 0, "SetBarycentricNodes: negative node");
+    bary_max_node_ = std::max(bary_max_node_, bn.node[k]);
+    for (Index q = bn.ptr[k]; q < bn.ptr[k + 1]; ++q) {
+      CONDSIM_CHECK(std::isfinite(bn.weight[q]) && bn.weight[q] >= 0, "SetBarycentricNodes: weights must be >= 0");
+      bary_max_node_ = std::max(bary_max_node_, bn.host[q]);
+      slot[q] = static_cast<Index>(std::lower_bound(hosts.begin(), hosts.end(), bn.host[q]) - hosts.begin());
+      ++hptr[slot[q] + 1];
+    }
+  }
+  for (std::size_t h = 0; h < hosts.size(); ++h) hptr[h + 1] += hptr[h];
+  std::vector<Index> fill(hptr.begin(), hptr.end() - 1), hvn(bn.host.size());
+  std::vector<Scalar> hw(bn.host.size()), hsum(hosts.size(), 0);
+  for (Index k = 0; k < n; ++k)
+    for (Index q = bn.ptr[k]; q < bn.ptr[k + 1]; ++q) {
+      const Index e = fill[slot[q]]++;
+      hvn[e] = k;
+      hw[e] = bn.weight[q];
+      hsum[slot[q]] += bn.weight[q];
+    }
+  num_bary_ = n;
+  num_bary_hosts_ = static_cast<Index>(hosts.size());
+  bn_node_ = Array<Index>(backend_, bn.node);
+  bn_ptr_ = Array<Index>(backend_, bn.ptr);
+  bn_host_ = Array<Index>(backend_, bn.host);
+  bn_slot_ = Array<Index>(backend_, slot);
+  bn_weight_ = Array<Scalar>(backend_, bn.weight);
+  bn_kv_ = Array<Scalar>(backend_, bn.kv);
+  bh_node_ = Array<Index>(backend_, hosts);
+  bh_ptr_ = Array<Index>(backend_, hptr);
+  bh_vn_ = Array<Index>(backend_, hvn);
+  bh_w_ = Array<Scalar>(backend_, hw);
+  bh_sum_ = Array<Scalar>(backend_, hsum);
+  bary_vnodes_host_ = bn.node;
+  bary_hosts_host_ = hosts;
+  groups_dirty_ = true;
+  chains_dirty_ = true;
+  w_matrix_ = nullptr;  // the hosts' row sums change
 }
 
 void CondSolver::SetContacts(const ContactSet& contacts) {
@@ -198,7 +252,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     for (Index e = 0; e < num_envs_; ++e) dof_offsets[e + 1] += dof_offsets[e];
     node_env_ = Array<Index>(b, node_env_host_);
     dof_offsets_ = Array<Index>(b, dof_offsets);
-    for (Array<Scalar>* x : {&w_, &r_, &r_prev_, &u_, &v_prev_, &diff_, &f_}) *x = Array<Scalar>(b, n);
+    for (Array<Scalar>* x : {&w_, &r_, &r_prev_, &u_, &v_prev_, &diff_, &f_, &f_new_}) *x = Array<Scalar>(b, n);
     diag_sum_ = Array<Scalar>(b, nodes);
     row_norm2_ = Array<Scalar>(b, nodes);
     env_scalar_ = Array<Scalar>(b, num_envs_);
@@ -216,9 +270,15 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
       while (parent[x] != x) x = parent[x] = parent[parent[x]];
       return x;
     };
+    // virtual nodes with their own Gamma (rigid groups, barycentric nodes) stay out: merging
+    // them would give their partner a w of order 1 / kv
+    std::vector<unsigned char> own_gamma(static_cast<std::size_t>(nodes_), 0);
+    for (const auto* list : {&rigid_vnodes_host_, &bary_vnodes_host_})
+      for (Index k : *list)
+        if (k < nodes_) own_gamma[k] = 1;
     for (Index m = 0; m < contacts_host_.size(); ++m) {
       const Index i = contacts_host_.node_i[m], j = contacts_host_.node_j[m];
-      if (j >= 0) {
+      if (j >= 0 && !own_gamma[i] && !own_gamma[j]) {
         const Index ri = find(i), rj = find(j);
         if (ri != rj) parent[std::max(ri, rj)] = std::min(ri, rj);
       }
@@ -247,6 +307,8 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
       contact[contacts_host_.node_i[m]] = 1;
       if (contacts_host_.node_j[m] >= 0) contact[contacts_host_.node_j[m]] = 1;
     }
+    for (Index h : bary_hosts_host_)
+      if (h < nodes_) contact[h] = 1;
     in_contact_ = Array<unsigned char>(backend_, contact);
     groups_dirty_ = false;
   }
@@ -280,6 +342,10 @@ void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
   if (w_matrix_ != &a || solves_since_w_ >= params_.w_reuse_solves) {
     kernels_->FrobeniusNodes(nodes_, a.row_ptr().data(), a.col_idx().data(), a.values().data(),
                              diag_sum_.data(), row_norm2_.data());
+    // hosts of barycentric nodes: the rows of A_o
+    if (num_bary_ > 0)
+      kernels_->BarycentricFrobenius(num_bary_hosts_, BarycentricFrobeniusOp{BaryView(), a.row_ptr().data(), a.col_idx().data(),
+                                                                             a.values().data(), diag_sum_.data(), row_norm2_.data()});
     w_matrix_ = &a;
     solves_since_w_ = 0;
   }
@@ -288,6 +354,13 @@ void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
                             row_norm2_.data(), w_.data());
   // rigid groups: Gamma = d_v on their virtual nodes
   if (num_rigid_ > 0) kernels_->SetNodeScalar(rg_node_.size(), SetNodeScalarOp{rg_node_.data(), rg_d_.data(), w_.data()});
+  // barycentric nodes: Gamma from their hosts' w
+  if (num_bary_ > 0) kernels_->BarycentricGamma(num_bary_, BarycentricGammaOp{BaryView(), w_.data()});
+}
+
+BarycentricView CondSolver::BaryView() const {
+  return BarycentricView{bn_node_.data(), bn_ptr_.data(), bn_host_.data(), bn_weight_.data(), bn_slot_.data(), bn_kv_.data(),
+                         bh_node_.data(), bh_ptr_.data(), bh_vn_.data(), bh_w_.data(), bh_sum_.data()};
 }
 
 void CondSolver::AddContactForces(const Scalar* weights, const Array<Scalar>& lambda,
@@ -309,6 +382,10 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   Backend& be = *backend_;
   CONDSIM_CHECK(num_rigid_ == 0 || rg_max_node_ < nodes_,
                 "COND: rigid group node " << rg_max_node_ << " is not a node of A (" << nodes_ << " nodes)");
+  CONDSIM_CHECK((num_rigid_ == 0 && num_bary_ == 0) || params_.step_size == StepSize::kFrobenius,
+                "COND: rigid groups and barycentric nodes need the Frobenius step size");
+  CONDSIM_CHECK(num_bary_ == 0 || bary_max_node_ < nodes_,
+                "COND: barycentric node or host " << bary_max_node_ << " is not a node of A (" << nodes_ << " nodes)");
   ComputeStepMatrix(a);
   const bool chains = !chain_ptr_host_.empty();
   const Index num_chains = chains ? static_cast<Index>(chain_ptr_host_.size()) - 1 : 0;
@@ -370,24 +447,34 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     } else {
       kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
     }
-    // rigid groups: virtual nodes at the body's answer to the current forces
+    // virtual nodes with their own Gamma: hosts and bodies answer the current forces f, each
+    // virtual node takes the velocity they give it (less Gamma f, added back with the impulses)
     const RigidGroupView rg{rg_trans_.data(), rg_rot_.data(), rg_ao_inv_.data(), rg_ptr_.data(), rg_node_.data(), rg_arm_.data(), rg_kv_.data()};
-    if (num_rigid_ > 0) {
+    const bool own_gamma = num_rigid_ > 0 || num_bary_ > 0;
+    if (own_gamma) {
       be.Fill(0, &f_);
       AddContactForces(nullptr, lambda_, &f_);
-      kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_.data(), w_.data(), true, u_.data()});
     }
+    if (num_bary_ > 0) {
+      kernels_->BarycentricHost(num_bary_hosts_, BarycentricHostOp{BaryView(), r_.data(), f_.data(), f_.data(), w_.data(), true, u_.data()});
+      kernels_->BarycentricNode(num_bary_, BarycentricNodeOp{BaryView(), f_.data(), w_.data(), true, u_.data()});
+    }
+    if (num_rigid_ > 0) kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_.data(), w_.data(), true, u_.data()});
     AddContactForces(w_.data(), lambda_, &u_);
     for (std::size_t c = 0; c + 1 < color_ptr_.size(); ++c) {
       kernels_->Sweep(view, order_.data(), color_ptr_[c], color_ptr_[c + 1] - color_ptr_[c],
                       w_.data(), env_active_.data(), static_cast<Scalar>(params_.omega),
                       params_.projection, lambda_.data(), u_.data());
     }
-    if (num_rigid_ > 0) {
-      be.Fill(0, &f_);
-      AddContactForces(nullptr, lambda_, &f_);
-      kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_.data(), w_.data(), false, u_.data()});
+    if (own_gamma) {
+      be.Fill(0, &f_new_);
+      AddContactForces(nullptr, lambda_, &f_new_);
     }
+    if (num_bary_ > 0) {
+      kernels_->BarycentricHost(num_bary_hosts_, BarycentricHostOp{BaryView(), r_.data(), f_.data(), f_new_.data(), w_.data(), false, u_.data()});
+      kernels_->BarycentricNode(num_bary_, BarycentricNodeOp{BaryView(), f_new_.data(), w_.data(), false, u_.data()});
+    }
+    if (num_rigid_ > 0) kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_new_.data(), w_.data(), false, u_.data()});
     // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration; per environment it
     // starts at cheb_start[e] (l_s, moved on by a restart)
     if (params_.chebyshev && l >= params_.chebyshev_start) {

@@ -14,6 +14,7 @@
 
 #include "condsim/backend.h"
 #include "condsim/contacts.h"
+#include "models/cond/cond_ops.h"
 #include "models/cond/projection.h"
 
 namespace condsim {
@@ -80,6 +81,20 @@ struct RigidGroups {
   Index size() const { return static_cast<Index>(trans.size()); }
 };
 
+// barycentric virtual nodes (docs/solver.md): virtual nodes inside a triangle or on a segment of
+// deformable hosts (J_a = w_a I, eq. 14-15). The hosts take W_o from A without the eq. 15 terms
+// and move with the virtual nodes' contact forces directly; each virtual node takes the
+// velocity J v_o + f / kv its hosts give it (BarycentricView in cond_ops.h). Convergence is then
+// independent of kv, where a plain diagonal W needs ~kv / (2m/t) iterations.
+struct BarycentricNodes {
+  std::vector<Index> node;       // the virtual node's global index
+  std::vector<Index> ptr{0};     // hosts of virtual node k: host[ptr[k] .. ptr[k+1])
+  std::vector<Index> host;
+  std::vector<Scalar> weight;    // w_a >= 0, summing to 1 per virtual node
+  std::vector<Scalar> kv;        // per virtual node [N s/m]
+  Index size() const { return static_cast<Index>(node.size()); }
+};
+
 class CondSolver {
  public:
   CondSolver(Backend* backend, const CondParams& params);
@@ -101,6 +116,9 @@ class CondSolver {
   void SetChains(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
   // rigid bodies answered exactly (see RigidGroups); the virtual nodes must not be in chains
   void SetRigidGroups(const RigidGroups& groups);
+  // virtual nodes on deformable hosts (see BarycentricNodes); hosts must not be rigid-group
+  // nodes or virtual nodes themselves
+  void SetBarycentricNodes(const BarycentricNodes& nodes);
   // solves A v = b + Jc^T lambda with eq. 11; v holds the initial guess (warm start) on entry
   // and the mid-step velocity on return. A must be square with 3x3 blocks.
   CondStats Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v);
@@ -114,6 +132,7 @@ class CondSolver {
   void Prepare(DeviceBlockMatrix& a);
   void ComputeStepMatrix(DeviceBlockMatrix& a);
   void AddContactForces(const Scalar* weights, const Array<Scalar>& lambda, Array<Scalar>* out);
+  BarycentricView BaryView() const;
 
   Backend* backend_;
   CondParams params_;
@@ -147,7 +166,14 @@ class CondSolver {
   // rigid groups
   Index num_rigid_ = 0, rg_max_node_ = -1;
   Array<Index> rg_trans_, rg_rot_, rg_ptr_, rg_node_;
-  Array<Scalar> rg_ao_inv_, rg_arm_, rg_kv_, rg_d_, f_;
+  Array<Scalar> rg_ao_inv_, rg_arm_, rg_kv_, rg_d_, f_, f_new_;
+  // barycentric nodes
+  Index num_bary_ = 0, num_bary_hosts_ = 0, bary_max_node_ = -1;
+  Array<Index> bn_node_, bn_ptr_, bn_host_, bn_slot_, bh_node_, bh_ptr_, bh_vn_;
+  Array<Scalar> bn_weight_, bn_kv_, bh_w_, bh_sum_;
+  // virtual nodes with their own Gamma (rigid groups, barycentric nodes): never merged into
+  // Frobenius groups; hosts of barycentric nodes: scalar w inside chains
+  std::vector<Index> rigid_vnodes_host_, bary_vnodes_host_, bary_hosts_host_;
 };
 
 }  // namespace condsim
