@@ -325,8 +325,9 @@ struct RigidResponseOp {
 //   [[W_o^-1 + kv J^T J, -kv J^T], [-kv J, kv I]]^-1 = [[W_o, W_o J^T], [J W_o, J W_o J^T + I/kv]]
 // so the hosts move with A_o and the virtual forces (v_o -= W_o (A_o v_o - b_o - J^T f)) and
 // each virtual node takes J v_o + f / kv: convergence no longer depends on kv. The contact on a
-// virtual node keeps a diagonal Gamma = 1/kv + sum_a w_a w_a-bar S_a (S_a: the sum of host a's
-// weights over its virtual nodes), a row-sum majorant of the coupled J W_o J^T + I / kv.
+// virtual node keeps a diagonal Gamma = 1/kv + sum_a w_a w_a-bar L_a (L_a: the sum of host a's
+// weights over its virtual nodes plus its direct contacts), a row-sum majorant of the coupled
+// J W_o J^T + I / kv.
 struct BarycentricView {
   const Index* node;     // per virtual node k: its global node
   const Index* ptr;      // hosts of k: entries ptr[k] .. ptr[k+1)
@@ -338,7 +339,7 @@ struct BarycentricView {
   const Index* hptr;     // virtual nodes of host h: incidences hptr[h] .. hptr[h+1)
   const Index* hvn;      // per incidence: virtual node k
   const Scalar* hw;      // per incidence: host h's weight in k
-  const Scalar* hsum;    // per host h: S_h, the sum of its incidence weights
+  const Scalar* hload;   // per host h: L_h, its incidence weights plus its direct contacts
 };
 
 // per host: A_o's row sums for the Frobenius W (A's row less its eq. 15 terms: kv w_a w_c I in
@@ -376,13 +377,13 @@ struct BarycentricFrobeniusOp {
   }
 };
 
-// per virtual node: Gamma = 1/kv + sum_a w_a w_a-bar S_a on its 3 DOFs of w
+// per virtual node: Gamma = 1/kv + sum_a w_a w_a-bar L_a on its 3 DOFs of w
 struct BarycentricGammaOp {
   BarycentricView g;
   Scalar* w;
   CONDSIM_HD_INLINE void operator()(Index k) const {
     Scalar d = 1 / g.kv[k];
-    for (Index q = g.ptr[k]; q < g.ptr[k + 1]; ++q) d += g.weight[q] * w[3 * std::int64_t(g.host[q])] * g.hsum[g.slot[q]];
+    for (Index q = g.ptr[k]; q < g.ptr[k + 1]; ++q) d += g.weight[q] * w[3 * std::int64_t(g.host[q])] * g.hload[g.slot[q]];
     Scalar* p = w + 3 * std::int64_t(g.node[k]);
     p[0] = p[1] = p[2] = d;
   }

@@ -172,7 +172,7 @@ void CondSolver::SetBarycentricNodes(const BarycentricNodes& bn) {
   bh_ptr_ = Array<Index>(backend_, hptr);
   bh_vn_ = Array<Index>(backend_, hvn);
   bh_w_ = Array<Scalar>(backend_, hw);
-  bh_sum_ = Array<Scalar>(backend_, hsum);
+  bh_sum_host_ = hsum;
   bary_vnodes_host_ = bn.node;
   bary_hosts_host_ = hosts;
   groups_dirty_ = true;
@@ -309,6 +309,17 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     }
     for (Index h : bary_hosts_host_)
       if (h < nodes_) contact[h] = 1;
+    // a host's load in the virtual nodes' Gamma: its weights S_a plus its direct contacts (the
+    // row-sum majorant of the Delassus coupling through that host)
+    if (num_bary_ > 0) {
+      std::vector<Scalar> load = bh_sum_host_;
+      for (Index m = 0; m < contacts_host_.size(); ++m)
+        for (Index node : {contacts_host_.node_i[m], contacts_host_.node_j[m]}) {
+          auto it = std::lower_bound(bary_hosts_host_.begin(), bary_hosts_host_.end(), node);
+          if (node >= 0 && it != bary_hosts_host_.end() && *it == node) load[it - bary_hosts_host_.begin()] += 1;
+        }
+      bh_load_ = Array<Scalar>(backend_, load);
+    }
     in_contact_ = Array<unsigned char>(backend_, contact);
     groups_dirty_ = false;
   }
@@ -360,7 +371,7 @@ void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
 
 BarycentricView CondSolver::BaryView() const {
   return BarycentricView{bn_node_.data(), bn_ptr_.data(), bn_host_.data(), bn_weight_.data(), bn_slot_.data(), bn_kv_.data(),
-                         bh_node_.data(), bh_ptr_.data(), bh_vn_.data(), bh_w_.data(), bh_sum_.data()};
+                         bh_node_.data(), bh_ptr_.data(), bh_vn_.data(), bh_w_.data(), bh_load_.data()};
 }
 
 void CondSolver::AddContactForces(const Scalar* weights, const Array<Scalar>& lambda,

@@ -170,7 +170,8 @@ class CondSolver {
   // barycentric nodes
   Index num_bary_ = 0, num_bary_hosts_ = 0, bary_max_node_ = -1;
   Array<Index> bn_node_, bn_ptr_, bn_host_, bn_slot_, bh_node_, bh_ptr_, bh_vn_;
-  Array<Scalar> bn_weight_, bn_kv_, bh_w_, bh_sum_;
+  Array<Scalar> bn_weight_, bn_kv_, bh_w_, bh_load_;
+  std::vector<Scalar> bh_sum_host_;
   // virtual nodes with their own Gamma (rigid groups, barycentric nodes): never merged into
   // Frobenius groups; hosts of barycentric nodes: scalar w inside chains
   std::vector<Index> rigid_vnodes_host_, bary_vnodes_host_, bary_hosts_host_;

@@ -2,10 +2,14 @@
 #include "models/world/world.h"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "condsim/error.h"
+#include "models/collision/broad_phase.h"
+#include "models/collision/primitives.h"
 #include "models/integrate/midpoint.h"
 
 namespace condsim {
@@ -16,7 +20,14 @@ struct World::FemBody {
   std::unique_ptr<DeviceBlockMatrix> a;
   Array<Scalar> x, v, b, vhat;
   std::vector<Index> surface;  // boundary nodes
+  std::vector<Index> tris;     // boundary triangles, outward (3 nodes each)
+  std::vector<Index> adj_ptr, adj;  // nodes sharing an element with a node (itself included)
+  std::vector<Scalar> mass;    // lumped [kg]
+  Scalar depth_limit = 0;      // deepest vertex-triangle penetration still detected [m]
+  Scalar mu = 0.5;
+  bool self_contact = true;
   Index part = -1;
+  bool Adjacent(Index i, Index j) const { return std::binary_search(adj.begin() + adj_ptr[i], adj.begin() + adj_ptr[i + 1], j); }
 };
 
 namespace {
@@ -69,9 +80,12 @@ Index World::AddRigid(const RigidBody& body) {
   return static_cast<Index>(bodies_.size()) - 1;
 }
 
-Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name) {
+Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name, Scalar mu, bool self_contact) {
   CONDSIM_CHECK(!finalized_, "world: bodies must be added before the first step");
+  CONDSIM_CHECK(std::isfinite(mu) && mu >= 0, "world: " << name << ": friction mu must be >= 0, got " << mu);
   auto body = std::make_unique<FemBody>();
+  body->mu = mu;
+  body->self_contact = self_contact;
   body->name = name;
   body->model = std::make_unique<FemModel>(backend_, mesh, material, name);
   body->x = Array<Scalar>(backend_, mesh.x);
@@ -80,6 +94,31 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
   body->vhat = Array<Scalar>(backend_, Index(mesh.x.size()));
   body->a = backend_->CreateMatrix(body->model->pattern());
   body->surface = SurfaceNodes(mesh);
+  body->tris = SurfaceTriangles(mesh);
+  body->mass = body->model->lumped_mass();
+  // node adjacency through elements (self-contact skips triangles touching a vertex's neighbours)
+  {
+    std::vector<std::vector<Index>> nb(std::size_t(mesh.num_nodes()));
+    for (Index e = 0; e < mesh.num_tets(); ++e)
+      for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 4; ++b) nb[mesh.tets[4 * std::size_t(e) + a]].push_back(mesh.tets[4 * std::size_t(e) + b]);
+    body->adj_ptr.assign(1, 0);
+    for (Index i = 0; i < mesh.num_nodes(); ++i) {
+      std::vector<Index>& l = nb[i];
+      l.push_back(i);
+      std::sort(l.begin(), l.end());
+      l.erase(std::unique(l.begin(), l.end()), l.end());
+      body->adj.insert(body->adj.end(), l.begin(), l.end());
+      body->adj_ptr.push_back(static_cast<Index>(body->adj.size()));
+    }
+  }
+  // a quarter of the mean surface edge: deeper vertices are taken for the other side of a sheet
+  {
+    Scalar sum = 0;
+    for (std::size_t t = 0; t < body->tris.size(); t += 3)
+      for (int k = 0; k < 3; ++k) sum += Norm(mesh.Node(body->tris[t + k]) - mesh.Node(body->tris[t + (k + 1) % 3]));
+    body->depth_limit = body->tris.empty() ? 0 : Scalar(0.25) * sum / Scalar(body->tris.size());
+  }
   bodies_.push_back({1, static_cast<Index>(fem_.size())});
   fem_.push_back(std::move(body));
   return static_cast<Index>(bodies_.size()) - 1;
@@ -88,6 +127,11 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
 void World::CheckBody(Index body, int kind) const {
   CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == kind,
                 "world: body " << body << " is not " << (kind == 0 ? "a rigid" : "an FEM") << " body");
+}
+
+FemModel& World::fem_model(Index body) {
+  CheckBody(body, 1);
+  return *fem_[bodies_[body].second]->model;
 }
 
 const RigidBody& World::rigid_body(Index body) const {
@@ -127,7 +171,10 @@ void World::SetFemVelocities(Index body, const std::vector<Scalar>& v) {
 void World::Finalize() {
   rigid_ = RigidModel(rigid_init_, "rigid bodies");
   system_ = std::make_unique<SystemMatrix>(backend_);
-  for (auto& f : fem_) f->part = system_->AddPart(f->model->pattern());
+  for (auto& f : fem_) {
+    f->part = system_->num_parts();  // AddPart returns the first node, not the part index
+    system_->AddPart(f->model->pattern());
+  }
   rigid_part_ = system_->num_parts();
   system_->AddPart(rigid_.pattern());
   rigid_a_ = backend_->CreateMatrix(rigid_.pattern());
@@ -190,9 +237,15 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     }
   }
   // FEM surface nodes against the static world and the rigid bodies
+  std::vector<std::vector<Scalar>> fem_x(fem_.size()), fem_v(fem_.size());
+  for (std::size_t f = 0; f < fem_.size(); ++f) {
+    fem_x[f] = fem_[f]->x.ToHost();
+    fem_v[f] = fem_[f]->v.ToHost();
+  }
   for (std::size_t f = 0; f < fem_.size(); ++f) {
     const FemBody& fb = *fem_[f];
-    const std::vector<Scalar> x = fb.x.ToHost(), v = fb.v.ToHost();
+    const std::vector<Scalar>& x = fem_x[f];
+    const std::vector<Scalar>& v = fem_v[f];
     const Index offset = system_->part_offset(fb.part);
     const Index body_id = body_of_fem(static_cast<Index>(f));
     for (Index i : fb.surface) {
@@ -217,6 +270,93 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
       }
     }
   }
+  // FEM surface vertices against FEM surface triangles (other bodies, and self-contact)
+  for (std::size_t f = 0; f < fem_.size(); ++f)
+    for (std::size_t g = 0; g < fem_.size(); ++g)
+      if (f != g || fem_[f]->self_contact) DetectFemFem(f, g, fem_x, fem_v, contacts, vn);
+}
+
+void World::DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::vector<Scalar>>& x,
+                         const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn) {
+  const FemBody& fa = *fem_[f];
+  const FemBody& fb = *fem_[g];
+  if (fb.tris.empty()) return;
+  const Scalar dt = params_.dt, margin0 = params_.contact_margin;
+  const Index off_a = system_->part_offset(fa.part), off_b = system_->part_offset(fb.part);
+  const std::vector<Scalar>&xa = x[f], &va = v[f], &xb = x[g], &vb = v[g];
+  Index body_a = -1, body_b = -1;
+  for (std::size_t b = 0; b < bodies_.size(); ++b) {
+    if (bodies_[b] == std::make_pair(1, Index(f))) body_a = static_cast<Index>(b);
+    if (bodies_[b] == std::make_pair(1, Index(g))) body_b = static_cast<Index>(b);
+  }
+  // triangle boxes grown by the largest detection reach (speeds of both sides) or the depth limit
+  Scalar speed_a = 0, speed_b = 0;
+  for (Index i : fa.surface) speed_a = std::max(speed_a, Norm(LoadVec3(va.data(), i)));
+  for (Index i : fb.surface) speed_b = std::max(speed_b, Norm(LoadVec3(vb.data(), i)));
+  const Scalar reach = std::max(margin0 + dt * (speed_a + speed_b), fb.depth_limit);
+  const std::size_t nt = fb.tris.size() / 3;
+  std::vector<Aabb> boxes(nt);
+  for (std::size_t t = 0; t < nt; ++t) {
+    for (int k = 0; k < 3; ++k) boxes[t].Grow(LoadVec3(xb.data(), fb.tris[3 * t + k]));
+    boxes[t].Inflate(reach);
+  }
+  AabbGrid grid;
+  grid.Build(boxes);
+  std::vector<Index> candidates;
+  for (Index i : fa.surface) {
+    const Vec3 p = LoadVec3(xa.data(), i), vp = LoadVec3(va.data(), i);
+    grid.Query(p, &candidates);
+    // the closest admissible triangle: one contact per vertex and body
+    Scalar best_gap = std::numeric_limits<Scalar>::infinity();
+    Index best_t = -1;
+    Vec3 best_w, best_n;
+    for (Index t : candidates) {
+      const Index* tri = fb.tris.data() + 3 * std::size_t(t);
+      if (f == g && (fa.Adjacent(i, tri[0]) || fa.Adjacent(i, tri[1]) || fa.Adjacent(i, tri[2]))) continue;
+      const Vec3 a = LoadVec3(xb.data(), tri[0]), b = LoadVec3(xb.data(), tri[1]), c = LoadVec3(xb.data(), tri[2]);
+      Vec3 nrm = Cross(b - a, c - a);
+      if (Norm(nrm) <= 0) continue;
+      nrm = Normalized(nrm);
+      const Vec3 w = ClosestOnTriangle(p, a, b, c);
+      const Vec3 d = p - (w[0] * a + w[1] * b + w[2] * c);
+      const Scalar s = Dot(nrm, d);
+      Scalar gap;
+      Vec3 n;
+      if (w[0] > 0 && w[1] > 0 && w[2] > 0) {
+        // over the face: signed distance along the face normal, down to the depth limit
+        if (s < -fb.depth_limit) continue;
+        gap = s;
+        n = nrm;
+      } else {
+        // beyond an edge or a corner: outside only, within 60 degrees of the face normal
+        const Scalar dist = Norm(d);
+        if (!(dist > 0) || s < Scalar(0.5) * dist) continue;
+        gap = dist;
+        n = (1 / dist) * d;
+      }
+      const Vec3 vq = w[0] * LoadVec3(vb.data(), tri[0]) + w[1] * LoadVec3(vb.data(), tri[1]) + w[2] * LoadVec3(vb.data(), tri[2]);
+      if (gap > Norm(vp - vq) * dt + margin0 || gap >= best_gap) continue;
+      best_gap = gap;
+      best_t = t;
+      best_w = w;
+      best_n = n;
+    }
+    if (best_t < 0) continue;
+    const Index* tri = fb.tris.data() + 3 * std::size_t(best_t);
+    const Index hosts[3] = {off_b + tri[0], off_b + tri[1], off_b + tri[2]};
+    const Scalar weights[3] = {best_w[0], best_w[1], best_w[2]};
+    const Index node = system_->num_base_nodes() + vn->AddBarycentric(3, hosts, weights, params_.kv);
+    bary_.node.push_back(node);
+    for (int k = 0; k < 3; ++k) {
+      bary_.host.push_back(hosts[k]);
+      bary_.weight.push_back(weights[k]);
+    }
+    bary_.ptr.push_back(static_cast<Index>(bary_.host.size()));
+    bary_.kv.push_back(params_.kv);
+    const Scalar mu = f == g ? fa.mu : std::sqrt(fa.mu * fb.mu);
+    contacts->Add(off_a + i, node, RotateTangents(ContactFrame(best_n), tangent_rotation_), best_gap / dt, mu, mu);
+    meta_.push_back({p, body_a, body_b, -1, -1, -1, Vec3(), Vec3()});
+  }
 }
 
 StepStats World::Step() {
@@ -226,6 +366,7 @@ StepStats World::Step() {
   // detection and nodalization
   ContactSet contacts;
   VirtualNodeSet vn;
+  bary_ = BarycentricNodes();
   Detect(&contacts, &vn);
   system_->SetVirtualNodes(vn);
   // parts: FEM bodies on the backend, rigid bodies on the host
@@ -285,6 +426,7 @@ StepStats World::Step() {
     }
   }
   solver_->SetRigidGroups(groups);
+  solver_->SetBarycentricNodes(bary_);
   // the COND solve (Alg. 1)
   solver_->SetNodeEnvironments(std::vector<Index>(std::size_t(system_->num_nodes()), 0));
   solver_->SetContacts(contacts);
@@ -357,9 +499,9 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
     const int axes = IsSticking(contacts, lambda, m) ? 3 : 1;
     for (int side = 0; side < 2; ++side) {
       const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
-      if (node < 0) continue;
       const Index rigid = side == 0 ? meta_[m].rigid_i : meta_[m].rigid_j;
-      if (rigid >= 0) {
+      if (node < 0 || rigid < 0) continue;
+      {
         const Vec3 arm = side == 0 ? meta_[m].arm_i : meta_[m].arm_j;
         const Index t = rigid_offset + 2 * rigid;
         const Vec3 mid = LoadVec3(vhat.data(), t) + Cross(LoadVec3(vhat.data(), t + 1), arm);
@@ -371,19 +513,51 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
           row << d[0], d[1], d[2], rd[0], rd[1], rd[2];
           rows[rigid].push_back({row, Dot(d, mid - now)});
         }
-        continue;
       }
-      // an FEM node: its own mid-step components
-      for (std::size_t f = 0; f < fem_.size(); ++f) {
-        const Index offset = system_->part_offset(fem_[f]->part);
-        const Index local = node - offset;
-        if (local < 0 || local >= fem_[f]->model->num_nodes()) continue;
-        std::vector<Scalar>& vn = (*fem_next)[f];
-        const Vec3 now = LoadVec3(vn.data(), local), mid = LoadVec3(vhat.data(), node);
-        Vec3 target = r * now;
-        const Vec3 mid_c = r * mid;
-        for (int a = 0; a < axes; ++a) target[a] = mid_c[a];
-        StoreVec3(vn.data(), local, Transpose(r) * target);
+    }
+    // deformable sides (FEM nodes, FEM triangle points): restore the mid-step relative velocity
+    // along the axes with the smallest kinetic-energy change, y = Delta / sum(c^2 / m)
+    struct Term {
+      std::size_t fem;
+      Index local;
+      Scalar c;
+    };
+    Term terms[8];
+    int count = 0;
+    const VirtualNodeSet& vset = system_->virtual_nodes();
+    for (int side = 0; side < 2; ++side) {
+      const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
+      const Index rigid = side == 0 ? meta_[m].rigid_i : meta_[m].rigid_j;
+      if (node < 0 || rigid >= 0) continue;
+      const Scalar sign = side == 0 ? 1 : -1;
+      auto add = [&](Index global, Scalar c) {
+        for (std::size_t f = 0; f < fem_.size(); ++f) {
+          const Index local = global - system_->part_offset(fem_[f]->part);
+          if (local >= 0 && local < fem_[f]->model->num_nodes() && count < 8) terms[count++] = {f, local, c};
+        }
+      };
+      if (node < system_->num_base_nodes()) {
+        add(node, sign);
+      } else {
+        const Index k = node - system_->num_base_nodes();
+        for (Index q = vset.ptr[k]; q < vset.ptr[k + 1]; ++q) add(vset.host[q], sign * vset.jac[9 * std::size_t(q)]);
+      }
+    }
+    if (count == 0) continue;
+    for (int a = 0; a < axes; ++a) {
+      const Vec3 d = r.Row(a);
+      Scalar delta = 0, den = 0;
+      for (int q = 0; q < count; ++q) {
+        const Term& t = terms[q];
+        const Index global = system_->part_offset(fem_[t.fem]->part) + t.local;
+        delta += t.c * Dot(d, LoadVec3(vhat.data(), global) - LoadVec3((*fem_next)[t.fem].data(), t.local));
+        den += t.c * t.c / fem_[t.fem]->mass[t.local];
+      }
+      if (!(den > 0)) continue;
+      const Scalar y = delta / den;
+      for (int q = 0; q < count; ++q) {
+        const Term& t = terms[q];
+        AddVec3((*fem_next)[t.fem].data(), t.local, (t.c * y / fem_[t.fem]->mass[t.local]) * d);
       }
     }
   }

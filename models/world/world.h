@@ -1,12 +1,14 @@
 // A scene stepped in time (paper Alg. 1): static shapes, rigid bodies and FEM bodies coupled by
 // contacts. Every step: detect contacts (nodes and rigid surface samples against the static
-// world and the rigid shapes), turn every contact point that is not a node into a virtual node
+// world and the rigid shapes; FEM surface vertices against the surface triangles of the other
+// FEM bodies and, non-adjacent, of their own), turn every contact point that is not a node into a virtual node
 // (eq. 14-15, gain kv), assemble the global A v-hat = b + Jc^T lambda, solve it with COND and
 // advance every part (x += t v-hat, v = 2 v-hat - v) with inelastic contacts.
 // Contact rule (docs/collision.md): a contact exists when the gap is below the margin
 // |v| t + contact_margin; phi_n = gap / t; friction of a rigid body against the static world is
 // sqrt(mu_shape,k mu_body) per tangent axis k (an anisotropic shape keeps its axes), of an FEM
-// body the shape's; rigid-rigid sqrt(mu_i mu_j), FEM-rigid the rigid body's. SI units.
+// body the shape's; rigid-rigid sqrt(mu_i mu_j), FEM-rigid the rigid body's, FEM-FEM
+// sqrt(mu_i mu_j) (self-contact: the body's mu). SI units.
 #pragma once
 
 #include <memory>
@@ -65,7 +67,11 @@ class World {
   // scene building (before the first Step); returns the shape / body id
   Index AddStatic(const StaticShape& shape);
   Index AddRigid(const RigidBody& body);
-  Index AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name = "fem body");
+  // an FEM body with friction mu against other FEM bodies (and itself when self_contact)
+  Index AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name = "fem body",
+               Scalar mu = 0.5, bool self_contact = true);
+  // an FEM body's model: boundary conditions (prescribed nodes, attachments) between steps
+  FemModel& fem_model(Index body);
 
   // external wrench (force, torque: 6 values) on a rigid body for the coming steps
   void SetRigidWrench(Index body, const Vec3& force, const Vec3& torque);
@@ -94,6 +100,9 @@ class World {
   void CheckBody(Index body, int kind) const;
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
+  // FEM surface vertices of body f against the surface triangles of body g (f == g: self-contact)
+  void DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::vector<Scalar>>& x,
+                    const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn);
   void ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
                       std::vector<Scalar>* rigid_v_next, std::vector<std::vector<Scalar>>* fem_v_next);
 
@@ -118,6 +127,7 @@ class World {
     Index rigid_i, rigid_j;  // rigid body of a virtual-node side, else -1
     Vec3 arm_i, arm_j;       // contact point - centre of mass on those sides
   };
+  BarycentricNodes bary_;    // this step's virtual nodes on FEM triangles
   std::vector<ContactMeta> meta_;
   std::vector<ContactRecord> records_;
   Scalar tangent_rotation_ = 0;
