@@ -30,6 +30,16 @@ struct World::FemBody {
   bool Adjacent(Index i, Index j) const { return std::binary_search(adj.begin() + adj_ptr[i], adj.begin() + adj_ptr[i + 1], j); }
 };
 
+struct World::RodBody {
+  std::string name;
+  std::unique_ptr<RodModel> model;
+  std::unique_ptr<DeviceBlockMatrix> a;
+  Array<Scalar> v, b, vhat;  // 6 per segment: (v, w)
+  Scalar mu = 0.5;
+  bool self_contact = true;
+  Index part = -1;
+};
+
 namespace {
 
 // contact frame against a shape: rows (n, t1, t2); an anisotropic shape (mu1 != mu2) puts t1
@@ -124,9 +134,52 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
   return static_cast<Index>(bodies_.size()) - 1;
 }
 
+Index World::AddRod(const RodGeometry& geometry, const RodMaterial& material, const RodEnd& start, const RodEnd& finish,
+                    const std::string& name, Scalar mu, bool self_contact) {
+  CONDSIM_CHECK(!finalized_, "world: bodies must be added before the first step");
+  CONDSIM_CHECK(std::isfinite(mu) && mu >= 0, "world: " << name << ": friction mu must be >= 0, got " << mu);
+  auto body = std::make_unique<RodBody>();
+  body->name = name;
+  body->mu = mu;
+  body->self_contact = self_contact;
+  body->model = std::make_unique<RodModel>(backend_, geometry, material, start, finish, name);
+  const Index dofs = body->model->num_dofs();
+  body->v = Array<Scalar>(backend_, std::vector<Scalar>(std::size_t(dofs), 0));
+  body->b = Array<Scalar>(backend_, dofs);
+  body->vhat = Array<Scalar>(backend_, dofs);
+  body->a = backend_->CreateMatrix(body->model->pattern());
+  bodies_.push_back({2, static_cast<Index>(rods_.size())});
+  rods_.push_back(std::move(body));
+  return static_cast<Index>(bodies_.size()) - 1;
+}
+
+RodModel& World::rod_model(Index body) {
+  CheckBody(body, 2);
+  return *rods_[bodies_[body].second]->model;
+}
+
+std::vector<Scalar> World::RodPositions(Index body) const {
+  CheckBody(body, 2);
+  return rods_[bodies_[body].second]->model->positions().ToHost();
+}
+
+Index World::DeformablePart(std::size_t d) const { return d < fem_.size() ? fem_[d]->part : rods_[d - fem_.size()]->part; }
+
+Index World::DeformableNodes(std::size_t d) const {
+  return d < fem_.size() ? fem_[d]->model->num_nodes() : 2 * rods_[d - fem_.size()]->model->num_segments();
+}
+
+Scalar World::DeformableMass(std::size_t d, Index local) const {
+  if (d < fem_.size()) return fem_[d]->mass[local];
+  return local % 2 == 0 ? Scalar(rods_[d - fem_.size()]->model->segment_mass()) : Scalar(0);
+}
+
+Array<Scalar>& World::DeformableVelocity(std::size_t d) { return d < fem_.size() ? fem_[d]->v : rods_[d - fem_.size()]->v; }
+
 void World::CheckBody(Index body, int kind) const {
+  static const char* const kNames[3] = {"a rigid", "an FEM", "a rod"};
   CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == kind,
-                "world: body " << body << " is not " << (kind == 0 ? "a rigid" : "an FEM") << " body");
+                "world: body " << body << " is not " << kNames[kind] << " body");
 }
 
 FemModel& World::fem_model(Index body) {
@@ -175,12 +228,23 @@ void World::Finalize() {
     f->part = system_->num_parts();  // AddPart returns the first node, not the part index
     system_->AddPart(f->model->pattern());
   }
+  std::vector<Index> chain_ptr{0}, chain_nodes;
+  for (auto& r : rods_) {
+    r->part = system_->num_parts();
+    const Index offset = system_->AddPart(r->model->pattern());
+    // each cable a COND chain (exact W on its contact-free nodes)
+    for (Index c = 0; c < r->model->num_cables(); ++c) {
+      for (Index k = 2 * r->model->cable_start()[c]; k < 2 * r->model->cable_start()[c + 1]; ++k) chain_nodes.push_back(offset + k);
+      chain_ptr.push_back(static_cast<Index>(chain_nodes.size()));
+    }
+  }
   rigid_part_ = system_->num_parts();
   system_->AddPart(rigid_.pattern());
   rigid_a_ = backend_->CreateMatrix(rigid_.pattern());
   rigid_b_ = Array<Scalar>(backend_, 3 * rigid_.num_nodes());
   rigid_v_ = Array<Scalar>(backend_, 3 * rigid_.num_nodes());
   solver_ = std::make_unique<CondSolver>(backend_, params_.cond);
+  if (!rods_.empty()) solver_->SetChains(chain_ptr, chain_nodes, RodModel::kChainBand);
   finalized_ = true;
 }
 
@@ -274,6 +338,109 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
   for (std::size_t f = 0; f < fem_.size(); ++f)
     for (std::size_t g = 0; g < fem_.size(); ++g)
       if (f != g || fem_[f]->self_contact) DetectFemFem(f, g, fem_x, fem_v, contacts, vn);
+  // cable segment centres (radius r) against the static world, cable links against each other
+  std::vector<std::vector<Scalar>> rod_x(rods_.size()), rod_v(rods_.size());
+  for (std::size_t c = 0; c < rods_.size(); ++c) {
+    const RodBody& rb = *rods_[c];
+    rod_x[c] = rb.model->positions().ToHost();
+    rod_v[c] = rb.v.ToHost();
+    const Index offset = system_->part_offset(rb.part);
+    Index body_id = -1;
+    for (std::size_t b = 0; b < bodies_.size(); ++b)
+      if (bodies_[b] == std::make_pair(2, Index(c))) body_id = static_cast<Index>(b);
+    const Scalar radius = rb.model->radius();
+    for (Index seg = 0; seg < rb.model->num_segments(); ++seg) {
+      const Vec3 p = LoadVec3(rod_x[c].data(), seg), vp = LoadVec3(rod_v[c].data(), 2 * seg);
+      for (std::size_t si = 0; si < statics_.size(); ++si) {
+        const StaticShape& shape = statics_[si];
+        const Proximity prox = ShapeProximity(shape, p);
+        const Scalar gap = prox.distance - radius;
+        if (gap > Norm(vp) * dt + margin0) continue;
+        contacts->Add(offset + 2 * seg, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), gap / dt,
+                      shape.mu1, shape.mu2);
+        meta_.push_back({p - radius * prox.normal, body_id, -1, Index(si), -1, -1, Vec3(), Vec3()});
+      }
+    }
+  }
+  for (std::size_t a = 0; a < rods_.size(); ++a)
+    for (std::size_t b = a; b < rods_.size(); ++b)
+      if (a != b || rods_[a]->self_contact) DetectRodRod(a, b, rod_x, rod_v, contacts, vn);
+}
+
+Index World::AddBarycentricNode(Index n, const Index* hosts, const Scalar* w, VirtualNodeSet* vn) {
+  const Index node = system_->num_base_nodes() + vn->AddBarycentric(n, hosts, w, params_.kv);
+  bary_.node.push_back(node);
+  for (Index k = 0; k < n; ++k) {
+    bary_.host.push_back(hosts[k]);
+    bary_.weight.push_back(w[k]);
+  }
+  bary_.ptr.push_back(static_cast<Index>(bary_.host.size()));
+  bary_.kv.push_back(params_.kv);
+  return node;
+}
+
+void World::DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
+                         const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn) {
+  const RodModel& ma = *rods_[a]->model;
+  const RodModel& mb = *rods_[b]->model;
+  const Scalar dt = params_.dt, margin0 = params_.contact_margin;
+  const Scalar ra = ma.radius(), rb = mb.radius();
+  const Index off_a = system_->part_offset(rods_[a]->part), off_b = system_->part_offset(rods_[b]->part);
+  Index body_a = -1, body_b = -1;
+  for (std::size_t k = 0; k < bodies_.size(); ++k) {
+    if (bodies_[k] == std::make_pair(2, Index(a))) body_a = static_cast<Index>(k);
+    if (bodies_[k] == std::make_pair(2, Index(b))) body_b = static_cast<Index>(k);
+  }
+  // links: consecutive centres of one cable; in self-contact, links closer along the cable than
+  // 2 + (ra + rb) / L links are neighbours, never contacts
+  auto links = [](const RodModel& m) {
+    std::vector<Index> l;
+    for (Index c = 0; c < m.num_cables(); ++c)
+      for (Index s = m.cable_start()[c]; s + 1 < m.cable_start()[c + 1]; ++s) l.push_back(s);
+    return l;
+  };
+  const std::vector<Index> la = links(ma), lb = links(mb);
+  if (la.empty() || lb.empty()) return;
+  const Index skip = a == b ? 2 + static_cast<Index>(std::ceil((ra + rb) / ma.segment_length())) : 0;
+  Scalar speed = 0;
+  for (Index s = 0; s < ma.num_segments(); ++s) speed = std::max(speed, Norm(LoadVec3(v[a].data(), 2 * s)));
+  for (Index s = 0; s < mb.num_segments(); ++s) speed = std::max(speed, Norm(LoadVec3(v[b].data(), 2 * s)));
+  const Scalar reach = ra + rb + margin0 + 2 * dt * speed + Scalar(0.5) * ma.segment_length();
+  std::vector<Aabb> boxes(lb.size());
+  for (std::size_t k = 0; k < lb.size(); ++k) {
+    boxes[k].Grow(LoadVec3(x[b].data(), lb[k]));
+    boxes[k].Grow(LoadVec3(x[b].data(), lb[k] + 1));
+    boxes[k].Inflate(reach);
+  }
+  AabbGrid grid;
+  grid.Build(boxes);
+  std::vector<Index> candidates;
+  const Scalar mu = a == b ? rods_[a]->mu : std::sqrt(rods_[a]->mu * rods_[b]->mu);
+  for (Index s : la) {
+    const Vec3 p0 = LoadVec3(x[a].data(), s), p1 = LoadVec3(x[a].data(), s + 1);
+    grid.Query(Scalar(0.5) * (p0 + p1), &candidates);
+    for (Index k : candidates) {
+      const Index u = lb[k];
+      if (a == b && u < s + skip) continue;  // each pair once, neighbours never
+      const Vec3 q0 = LoadVec3(x[b].data(), u), q1 = LoadVec3(x[b].data(), u + 1);
+      const SegmentParams st = ClosestOnSegments(p0, p1, q0, q1);
+      const Vec3 pp = p0 + st.s * (p1 - p0), qq = q0 + st.t * (q1 - q0);
+      const Vec3 d = pp - qq;
+      const Scalar dist = Norm(d);
+      Vec3 n = dist > 1e-12 ? (1 / dist) * d : Cross(p1 - p0, q1 - q0);
+      if (!(Norm(n) > 0)) continue;
+      n = Normalized(n);
+      const Scalar gap = dist - ra - rb;
+      const Vec3 vp = (1 - st.s) * LoadVec3(v[a].data(), 2 * s) + st.s * LoadVec3(v[a].data(), 2 * s + 2);
+      const Vec3 vq = (1 - st.t) * LoadVec3(v[b].data(), 2 * u) + st.t * LoadVec3(v[b].data(), 2 * u + 2);
+      if (gap > Norm(vp - vq) * dt + margin0) continue;
+      const Index hp[2] = {off_a + 2 * s, off_a + 2 * s + 2}, hq[2] = {off_b + 2 * u, off_b + 2 * u + 2};
+      const Scalar wp[2] = {1 - st.s, st.s}, wq[2] = {1 - st.t, st.t};
+      const Index ni = AddBarycentricNode(2, hp, wp, vn), nj = AddBarycentricNode(2, hq, wq, vn);
+      contacts->Add(ni, nj, RotateTangents(ContactFrame(n), tangent_rotation_), gap / dt, mu, mu);
+      meta_.push_back({pp - ra * n, body_a, body_b, -1, -1, -1, Vec3(), Vec3()});
+    }
+  }
 }
 
 void World::DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::vector<Scalar>>& x,
@@ -345,14 +512,7 @@ void World::DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::ve
     const Index* tri = fb.tris.data() + 3 * std::size_t(best_t);
     const Index hosts[3] = {off_b + tri[0], off_b + tri[1], off_b + tri[2]};
     const Scalar weights[3] = {best_w[0], best_w[1], best_w[2]};
-    const Index node = system_->num_base_nodes() + vn->AddBarycentric(3, hosts, weights, params_.kv);
-    bary_.node.push_back(node);
-    for (int k = 0; k < 3; ++k) {
-      bary_.host.push_back(hosts[k]);
-      bary_.weight.push_back(weights[k]);
-    }
-    bary_.ptr.push_back(static_cast<Index>(bary_.host.size()));
-    bary_.kv.push_back(params_.kv);
+    const Index node = AddBarycentricNode(3, hosts, weights, vn);
     const Scalar mu = f == g ? fa.mu : std::sqrt(fa.mu * fb.mu);
     contacts->Add(off_a + i, node, RotateTangents(ContactFrame(best_n), tangent_rotation_), best_gap / dt, mu, mu);
     meta_.push_back({p, body_a, body_b, -1, -1, -1, Vec3(), Vec3()});
@@ -377,6 +537,12 @@ StepStats World::Step() {
     parts_a.push_back(f->a.get());
     parts_b.push_back(&f->b);
     parts_v.push_back(&f->v);
+  }
+  for (auto& r : rods_) {
+    r->model->Assemble(r->v, dt, params_.gravity, nullptr, r->a.get(), &r->b);
+    parts_a.push_back(r->a.get());
+    parts_b.push_back(&r->b);
+    parts_v.push_back(&r->v);
   }
   std::vector<Scalar> values, rhs;
   rigid_.Assemble(dt, params_.gravity, rigid_wrench_, &values, &rhs);
@@ -436,11 +602,12 @@ StepStats World::Step() {
   // divergence: report and leave the state untouched
   const std::vector<Scalar> vhat = v_.ToHost();
   for (std::size_t b = 0; b < bodies_.size(); ++b) {
+    const std::size_t d = bodies_[b].first == 1 ? std::size_t(bodies_[b].second) : fem_.size() + std::size_t(bodies_[b].second);
     const Index offset = bodies_[b].first == 0 ? system_->part_offset(rigid_part_) + 2 * bodies_[b].second
-                                               : system_->part_offset(fem_[bodies_[b].second]->part);
-    const Index count = bodies_[b].first == 0 ? 2 : fem_[bodies_[b].second]->model->num_nodes();
-    for (Index d = 3 * offset; d < 3 * (offset + count); ++d)
-      CONDSIM_CHECK(std::isfinite(vhat[d]), "world: environment 0, body " << b << " diverged (NaN/Inf velocity) at step "
+                                               : system_->part_offset(DeformablePart(d));
+    const Index count = bodies_[b].first == 0 ? 2 : DeformableNodes(d);
+    for (Index k = 3 * offset; k < 3 * (offset + count); ++k)
+      CONDSIM_CHECK(std::isfinite(vhat[k]), "world: environment 0, body " << b << " diverged (NaN/Inf velocity) at step "
                                                                           << steps_ << " (t = " << time_ << " s)");
   }
   // advance: rigid bodies on the host, FEM bodies on the backend
@@ -453,17 +620,23 @@ StepStats World::Step() {
     StoreVec3(rigid_next.data(), 2 * k, rigid_.body(k).v);
     StoreVec3(rigid_next.data(), 2 * k + 1, rigid_.body(k).omega);
   }
-  std::vector<std::vector<Scalar>> fem_next(fem_.size());
+  const bool inelastic = params_.inelastic && contacts.size() > 0;
+  std::vector<std::vector<Scalar>> deformable_next(num_deformable());
   for (std::size_t f = 0; f < fem_.size(); ++f) {
     FemBody& fb = *fem_[f];
     system_->ScatterVelocity(fb.part, v_, &fb.vhat);
     backend_->Axpby(dt, fb.vhat, 1, &fb.x);   // x += t v-hat
     backend_->Axpby(2, fb.vhat, -1, &fb.v);   // v = 2 v-hat - v
-    if (params_.inelastic && contacts.size() > 0) fem_next[f] = fb.v.ToHost();
   }
-  if (params_.inelastic && contacts.size() > 0) {
-    ApplyInelastic(contacts, lambda, vhat, &rigid_next, &fem_next);
-    for (std::size_t f = 0; f < fem_.size(); ++f) fem_[f]->v.CopyFromHost(fem_next[f]);
+  for (auto& r : rods_) {
+    system_->ScatterVelocity(r->part, v_, &r->vhat);
+    r->model->Advance(r->vhat, dt);          // x += t v, R <- exp(t w) R
+    backend_->Axpby(2, r->vhat, -1, &r->v);
+  }
+  if (inelastic) {
+    for (std::size_t d = 0; d < num_deformable(); ++d) deformable_next[d] = DeformableVelocity(d).ToHost();
+    ApplyInelastic(contacts, lambda, vhat, &rigid_next, &deformable_next);
+    for (std::size_t d = 0; d < num_deformable(); ++d) DeformableVelocity(d).CopyFromHost(deformable_next[d]);
     for (Index k = 0; k < rigid_.num_bodies(); ++k) {
       rigid_.mutable_body(k).v = LoadVec3(rigid_next.data(), 2 * k);
       rigid_.mutable_body(k).omega = LoadVec3(rigid_next.data(), 2 * k + 1);
@@ -489,7 +662,7 @@ StepStats World::Step() {
 }
 
 void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
-                           std::vector<Scalar>* rigid_next, std::vector<std::vector<Scalar>>* fem_next) {
+                           std::vector<Scalar>* rigid_next, std::vector<std::vector<Scalar>>* deformable_next) {
   // rows of the per-body velocity targets: n^T J dv = n^T J (v-hat - v_next) for rigid sides
   std::vector<std::vector<std::pair<Eigen::Matrix<Scalar, 1, 6>, Scalar>>> rows(std::size_t(rigid_.num_bodies()));
   const Index rigid_offset = system_->part_offset(rigid_part_);
@@ -515,10 +688,10 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
         }
       }
     }
-    // deformable sides (FEM nodes, FEM triangle points): restore the mid-step relative velocity
+    // deformable sides (nodes, triangle and link points): restore the mid-step relative velocity
     // along the axes with the smallest kinetic-energy change, y = Delta / sum(c^2 / m)
     struct Term {
-      std::size_t fem;
+      std::size_t part;  // deformable part
       Index local;
       Scalar c;
     };
@@ -531,9 +704,9 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
       if (node < 0 || rigid >= 0) continue;
       const Scalar sign = side == 0 ? 1 : -1;
       auto add = [&](Index global, Scalar c) {
-        for (std::size_t f = 0; f < fem_.size(); ++f) {
-          const Index local = global - system_->part_offset(fem_[f]->part);
-          if (local >= 0 && local < fem_[f]->model->num_nodes() && count < 8) terms[count++] = {f, local, c};
+        for (std::size_t d = 0; d < num_deformable(); ++d) {
+          const Index local = global - system_->part_offset(DeformablePart(d));
+          if (local >= 0 && local < DeformableNodes(d) && DeformableMass(d, local) > 0 && count < 8) terms[count++] = {d, local, c};
         }
       };
       if (node < system_->num_base_nodes()) {
@@ -549,15 +722,15 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
       Scalar delta = 0, den = 0;
       for (int q = 0; q < count; ++q) {
         const Term& t = terms[q];
-        const Index global = system_->part_offset(fem_[t.fem]->part) + t.local;
-        delta += t.c * Dot(d, LoadVec3(vhat.data(), global) - LoadVec3((*fem_next)[t.fem].data(), t.local));
-        den += t.c * t.c / fem_[t.fem]->mass[t.local];
+        const Index global = system_->part_offset(DeformablePart(t.part)) + t.local;
+        delta += t.c * Dot(d, LoadVec3(vhat.data(), global) - LoadVec3((*deformable_next)[t.part].data(), t.local));
+        den += t.c * t.c / DeformableMass(t.part, t.local);
       }
       if (!(den > 0)) continue;
       const Scalar y = delta / den;
       for (int q = 0; q < count; ++q) {
         const Term& t = terms[q];
-        AddVec3((*fem_next)[t.fem].data(), t.local, (t.c * y / fem_[t.fem]->mass[t.local]) * d);
+        AddVec3((*deformable_next)[t.part].data(), t.local, (t.c * y / DeformableMass(t.part, t.local)) * d);
       }
     }
   }

@@ -20,6 +20,7 @@
 #include "models/cond/cond_solver.h"
 #include "models/fem/fem_model.h"
 #include "models/rigid/rigid_model.h"
+#include "models/rod/rod_model.h"
 #include "models/system/system_matrix.h"
 
 namespace condsim {
@@ -72,6 +73,15 @@ class World {
                Scalar mu = 0.5, bool self_contact = true);
   // an FEM body's model: boundary conditions (prescribed nodes, attachments) between steps
   FemModel& fem_model(Index body);
+  // a Cosserat-rod cable (models/rod/rod_model.h) with friction mu against other cables (and
+  // itself when self_contact); its segment centres touch the static world, its links (centre to
+  // centre) touch the links of other cables and its own non-neighbouring links
+  Index AddRod(const RodGeometry& geometry, const RodMaterial& material, const RodEnd& start = {}, const RodEnd& finish = {},
+               const std::string& name = "rod", Scalar mu = 0.5, bool self_contact = true);
+  // a cable's model: end poses between steps
+  RodModel& rod_model(Index body);
+  // segment centres of a cable (3 per segment) [m]
+  std::vector<Scalar> RodPositions(Index body) const;
 
   // external wrench (force, torque: 6 values) on a rigid body for the coming steps
   void SetRigidWrench(Index body, const Vec3& force, const Vec3& torque);
@@ -96,15 +106,28 @@ class World {
 
  private:
   struct FemBody;
-  // throws unless body is a body of this kind (0 rigid, 1 FEM)
+  struct RodBody;
+  // throws unless body is a body of this kind (0 rigid, 1 FEM, 2 rod)
   void CheckBody(Index body, int kind) const;
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
   // FEM surface vertices of body f against the surface triangles of body g (f == g: self-contact)
   void DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::vector<Scalar>>& x,
                     const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn);
+  // cable links against cable links (a == b: self-contact)
+  void DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
+                    const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn);
+  // deformable part d: FEM bodies first, then cables; its part, node count and the mass of a
+  // node that can touch (0 for a cable's rotation nodes)
+  std::size_t num_deformable() const { return fem_.size() + rods_.size(); }
+  Index DeformablePart(std::size_t d) const;
+  Index DeformableNodes(std::size_t d) const;
+  Scalar DeformableMass(std::size_t d, Index local) const;
+  Array<Scalar>& DeformableVelocity(std::size_t d);
+  // a barycentric virtual node on hosts h[0..n) with weights w; returns its global node
+  Index AddBarycentricNode(Index n, const Index* hosts, const Scalar* w, VirtualNodeSet* vn);
   void ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
-                      std::vector<Scalar>* rigid_v_next, std::vector<std::vector<Scalar>>* fem_v_next);
+                      std::vector<Scalar>* rigid_v_next, std::vector<std::vector<Scalar>>* deformable_v_next);
 
   Backend* backend_;
   WorldParams params_;
@@ -112,7 +135,8 @@ class World {
   std::vector<RigidBody> rigid_init_;
   RigidModel rigid_;
   std::vector<std::unique_ptr<FemBody>> fem_;
-  std::vector<std::pair<int, Index>> bodies_;  // (0 rigid | 1 fem, index in its kind)
+  std::vector<std::unique_ptr<RodBody>> rods_;
+  std::vector<std::pair<int, Index>> bodies_;  // (0 rigid | 1 fem | 2 rod, index in its kind)
   std::vector<Scalar> rigid_wrench_;
   bool finalized_ = false;
   std::unique_ptr<SystemMatrix> system_;
