@@ -674,18 +674,16 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
       const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
       const Index rigid = side == 0 ? meta_[m].rigid_i : meta_[m].rigid_j;
       if (node < 0 || rigid < 0) continue;
-      {
-        const Vec3 arm = side == 0 ? meta_[m].arm_i : meta_[m].arm_j;
-        const Index t = rigid_offset + 2 * rigid;
-        const Vec3 mid = LoadVec3(vhat.data(), t) + Cross(LoadVec3(vhat.data(), t + 1), arm);
-        const Vec3 now = LoadVec3(rigid_next->data(), 2 * rigid) + Cross(LoadVec3(rigid_next->data(), 2 * rigid + 1), arm);
-        for (int a = 0; a < axes; ++a) {
-          const Vec3 d = r.Row(a);
-          Eigen::Matrix<Scalar, 1, 6> row;
-          const Vec3 rd = Cross(arm, d);  // d . (w x arm) = (arm x d) . w
-          row << d[0], d[1], d[2], rd[0], rd[1], rd[2];
-          rows[rigid].push_back({row, Dot(d, mid - now)});
-        }
+      const Vec3 arm = side == 0 ? meta_[m].arm_i : meta_[m].arm_j;
+      const Index t = rigid_offset + 2 * rigid;
+      const Vec3 mid = LoadVec3(vhat.data(), t) + Cross(LoadVec3(vhat.data(), t + 1), arm);
+      const Vec3 now = LoadVec3(rigid_next->data(), 2 * rigid) + Cross(LoadVec3(rigid_next->data(), 2 * rigid + 1), arm);
+      for (int a = 0; a < axes; ++a) {
+        const Vec3 d = r.Row(a);
+        Eigen::Matrix<Scalar, 1, 6> row;
+        const Vec3 rd = Cross(arm, d);  // d . (w x arm) = (arm x d) . w
+        row << d[0], d[1], d[2], rd[0], rd[1], rd[2];
+        rows[rigid].push_back({row, Dot(d, mid - now)});
       }
     }
     // deformable sides (nodes, triangle and link points): restore the mid-step relative velocity
