@@ -175,9 +175,8 @@ void CondSolver::SetBarycentricNodes(const BarycentricNodes& bn) {
   bh_sum_host_ = hsum;
   bary_vnodes_host_ = bn.node;
   bary_hosts_host_ = hosts;
-  groups_dirty_ = true;
-  chains_dirty_ = true;
-  w_matrix_ = nullptr;  // the hosts' row sums change
+  groups_dirty_ = true;  // also marks the hosts as scalar-w nodes inside chains
+  w_matrix_ = nullptr;   // the hosts' row sums change
 }
 
 void CondSolver::SetContacts(const ContactSet& contacts) {
@@ -369,6 +368,20 @@ void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
   if (num_bary_ > 0) kernels_->BarycentricGamma(num_bary_, BarycentricGammaOp{BaryView(), w_.data()});
 }
 
+void CondSolver::OwnGammaResponse(const Array<Scalar>& b, bool before_sweep) {
+  if (num_rigid_ == 0 && num_bary_ == 0) return;
+  // f: contact forces before the sweeps, f_new after them (the hosts take the difference)
+  Array<Scalar>& f = before_sweep ? f_ : f_new_;
+  backend_->Fill(0, &f);
+  AddContactForces(nullptr, lambda_, &f);
+  if (num_bary_ > 0) {
+    kernels_->BarycentricHost(num_bary_hosts_, BarycentricHostOp{BaryView(), r_.data(), f_.data(), f.data(), w_.data(), before_sweep, u_.data()});
+    kernels_->BarycentricNode(num_bary_, BarycentricNodeOp{BaryView(), f.data(), w_.data(), before_sweep, u_.data()});
+  }
+  const RigidGroupView rg{rg_trans_.data(), rg_rot_.data(), rg_ao_inv_.data(), rg_ptr_.data(), rg_node_.data(), rg_arm_.data(), rg_kv_.data()};
+  if (num_rigid_ > 0) kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f.data(), w_.data(), before_sweep, u_.data()});
+}
+
 BarycentricView CondSolver::BaryView() const {
   return BarycentricView{bn_node_.data(), bn_ptr_.data(), bn_host_.data(), bn_weight_.data(), bn_slot_.data(), bn_kv_.data(),
                          bh_node_.data(), bh_ptr_.data(), bh_vn_.data(), bh_w_.data(), bh_load_.data()};
@@ -458,34 +471,16 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     } else {
       kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
     }
-    // virtual nodes with their own Gamma: hosts and bodies answer the current forces f, each
-    // virtual node takes the velocity they give it (less Gamma f, added back with the impulses)
-    const RigidGroupView rg{rg_trans_.data(), rg_rot_.data(), rg_ao_inv_.data(), rg_ptr_.data(), rg_node_.data(), rg_arm_.data(), rg_kv_.data()};
-    const bool own_gamma = num_rigid_ > 0 || num_bary_ > 0;
-    if (own_gamma) {
-      be.Fill(0, &f_);
-      AddContactForces(nullptr, lambda_, &f_);
-    }
-    if (num_bary_ > 0) {
-      kernels_->BarycentricHost(num_bary_hosts_, BarycentricHostOp{BaryView(), r_.data(), f_.data(), f_.data(), w_.data(), true, u_.data()});
-      kernels_->BarycentricNode(num_bary_, BarycentricNodeOp{BaryView(), f_.data(), w_.data(), true, u_.data()});
-    }
-    if (num_rigid_ > 0) kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_.data(), w_.data(), true, u_.data()});
+    // virtual nodes with their own Gamma answer the current forces (less Gamma f, added back
+    // with the impulses), and after the sweeps the new ones
+    OwnGammaResponse(b, true);
     AddContactForces(w_.data(), lambda_, &u_);
     for (std::size_t c = 0; c + 1 < color_ptr_.size(); ++c) {
       kernels_->Sweep(view, order_.data(), color_ptr_[c], color_ptr_[c + 1] - color_ptr_[c],
                       w_.data(), env_active_.data(), static_cast<Scalar>(params_.omega),
                       params_.projection, lambda_.data(), u_.data());
     }
-    if (own_gamma) {
-      be.Fill(0, &f_new_);
-      AddContactForces(nullptr, lambda_, &f_new_);
-    }
-    if (num_bary_ > 0) {
-      kernels_->BarycentricHost(num_bary_hosts_, BarycentricHostOp{BaryView(), r_.data(), f_.data(), f_new_.data(), w_.data(), false, u_.data()});
-      kernels_->BarycentricNode(num_bary_, BarycentricNodeOp{BaryView(), f_new_.data(), w_.data(), false, u_.data()});
-    }
-    if (num_rigid_ > 0) kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f_new_.data(), w_.data(), false, u_.data()});
+    OwnGammaResponse(b, false);
     // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration; per environment it
     // starts at cheb_start[e] (l_s, moved on by a restart)
     if (params_.chebyshev && l >= params_.chebyshev_start) {

@@ -133,6 +133,8 @@ class CondSolver {
   void ComputeStepMatrix(DeviceBlockMatrix& a);
   void AddContactForces(const Scalar* weights, const Array<Scalar>& lambda, Array<Scalar>* out);
   BarycentricView BaryView() const;
+  // rigid groups and barycentric nodes answer the contact forces (before / after the sweeps)
+  void OwnGammaResponse(const Array<Scalar>& b, bool before_sweep);
 
   Backend* backend_;
   CondParams params_;

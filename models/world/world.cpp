@@ -176,6 +176,12 @@ Scalar World::DeformableMass(std::size_t d, Index local) const {
 
 Array<Scalar>& World::DeformableVelocity(std::size_t d) { return d < fem_.size() ? fem_[d]->v : rods_[d - fem_.size()]->v; }
 
+Index World::BodyId(int kind, Index k) const {
+  for (std::size_t b = 0; b < bodies_.size(); ++b)
+    if (bodies_[b].first == kind && bodies_[b].second == k) return static_cast<Index>(b);
+  return -1;
+}
+
 void World::CheckBody(Index body, int kind) const {
   static const char* const kNames[3] = {"a rigid", "an FEM", "a rod"};
   CONDSIM_CHECK(body >= 0 && std::size_t(body) < bodies_.size() && bodies_[body].first == kind,
@@ -253,16 +259,6 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
   const Index base = system_->num_base_nodes();
   const Index rigid_offset = system_->part_offset(rigid_part_);
   meta_.clear();
-  auto body_of_rigid = [&](Index k) {
-    for (std::size_t b = 0; b < bodies_.size(); ++b)
-      if (bodies_[b].first == 0 && bodies_[b].second == k) return static_cast<Index>(b);
-    return Index(-1);
-  };
-  auto body_of_fem = [&](Index k) {
-    for (std::size_t b = 0; b < bodies_.size(); ++b)
-      if (bodies_[b].first == 1 && bodies_[b].second == k) return static_cast<Index>(b);
-    return Index(-1);
-  };
   auto add_rigid_point = [&](Index k, const Vec3& p) {
     const Vec3 arm = p - rigid_.body(k).x;
     return base + vn->AddRigidPoint(rigid_offset + 2 * k, rigid_offset + 2 * k + 1, arm, kv);
@@ -283,7 +279,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
         const Index node = add_rigid_point(k, c);
         contacts->Add(node, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), gap / dt,
                       std::sqrt(shape.mu1 * body.mu1), std::sqrt(shape.mu2 * body.mu1));
-        meta_.push_back({c, body_of_rigid(k), -1, Index(si), k, -1, c - body.x, Vec3()});
+        meta_.push_back({c, BodyId(0, k), -1, Index(si), k, -1, c - body.x, Vec3()});
       }
       for (Index k2 = 0; k2 < rigid_.num_bodies(); ++k2) {
         if (k2 == k) continue;
@@ -296,7 +292,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
         const Index ni = add_rigid_point(k, c), nj = add_rigid_point(k2, prox.point);
         const Scalar mu = std::sqrt(body.mu1 * other.mu1);
         contacts->Add(ni, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), gap / dt, mu, mu);
-        meta_.push_back({c, body_of_rigid(k), body_of_rigid(k2), -1, k, k2, c - body.x, prox.point - other.x});
+        meta_.push_back({c, BodyId(0, k), BodyId(0, k2), -1, k, k2, c - body.x, prox.point - other.x});
       }
     }
   }
@@ -311,17 +307,10 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     const std::vector<Scalar>& x = fem_x[f];
     const std::vector<Scalar>& v = fem_v[f];
     const Index offset = system_->part_offset(fb.part);
-    const Index body_id = body_of_fem(static_cast<Index>(f));
+    const Index body_id = BodyId(1, static_cast<Index>(f));
     for (Index i : fb.surface) {
       const Vec3 p = LoadVec3(x.data(), i), vp = LoadVec3(v.data(), i);
-      for (std::size_t si = 0; si < statics_.size(); ++si) {
-        const StaticShape& shape = statics_[si];
-        const Proximity prox = ShapeProximity(shape, p);
-        if (prox.distance > Norm(vp) * dt + margin0) continue;
-        contacts->Add(offset + i, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), prox.distance / dt,
-                      shape.mu1, shape.mu2);
-        meta_.push_back({p, body_id, -1, Index(si), -1, -1, Vec3(), Vec3()});
-      }
+      NodeStaticContacts(offset + i, p, vp, 0, body_id, contacts);
       for (Index k = 0; k < rigid_.num_bodies(); ++k) {
         const RigidBody& body = rigid_.body(k);
         const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
@@ -330,7 +319,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
         const Index nj = add_rigid_point(k, prox.point);
         const Scalar mu = body.mu1;
         contacts->Add(offset + i, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), prox.distance / dt, mu, mu);
-        meta_.push_back({p, body_id, body_of_rigid(k), -1, -1, k, Vec3(), prox.point - body.x});
+        meta_.push_back({p, body_id, BodyId(0, k), -1, -1, k, Vec3(), prox.point - body.x});
       }
     }
   }
@@ -345,26 +334,28 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     rod_x[c] = rb.model->positions().ToHost();
     rod_v[c] = rb.v.ToHost();
     const Index offset = system_->part_offset(rb.part);
-    Index body_id = -1;
-    for (std::size_t b = 0; b < bodies_.size(); ++b)
-      if (bodies_[b] == std::make_pair(2, Index(c))) body_id = static_cast<Index>(b);
+    const Index body_id = BodyId(2, static_cast<Index>(c));
     const Scalar radius = rb.model->radius();
     for (Index seg = 0; seg < rb.model->num_segments(); ++seg) {
       const Vec3 p = LoadVec3(rod_x[c].data(), seg), vp = LoadVec3(rod_v[c].data(), 2 * seg);
-      for (std::size_t si = 0; si < statics_.size(); ++si) {
-        const StaticShape& shape = statics_[si];
-        const Proximity prox = ShapeProximity(shape, p);
-        const Scalar gap = prox.distance - radius;
-        if (gap > Norm(vp) * dt + margin0) continue;
-        contacts->Add(offset + 2 * seg, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), gap / dt,
-                      shape.mu1, shape.mu2);
-        meta_.push_back({p - radius * prox.normal, body_id, -1, Index(si), -1, -1, Vec3(), Vec3()});
-      }
+      NodeStaticContacts(offset + 2 * seg, p, vp, radius, body_id, contacts);
     }
   }
   for (std::size_t a = 0; a < rods_.size(); ++a)
     for (std::size_t b = a; b < rods_.size(); ++b)
       if (a != b || rods_[a]->self_contact) DetectRodRod(a, b, rod_x, rod_v, contacts, vn);
+}
+
+void World::NodeStaticContacts(Index node, const Vec3& p, const Vec3& vp, Scalar radius, Index body, ContactSet* contacts) {
+  const Scalar dt = params_.dt;
+  for (std::size_t si = 0; si < statics_.size(); ++si) {
+    const StaticShape& shape = statics_[si];
+    const Proximity prox = ShapeProximity(shape, p);
+    const Scalar gap = prox.distance - radius;
+    if (gap > Norm(vp) * dt + params_.contact_margin) continue;
+    contacts->Add(node, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), gap / dt, shape.mu1, shape.mu2);
+    meta_.push_back({p - radius * prox.normal, body, -1, Index(si), -1, -1, Vec3(), Vec3()});
+  }
 }
 
 Index World::AddBarycentricNode(Index n, const Index* hosts, const Scalar* w, VirtualNodeSet* vn) {
@@ -386,11 +377,7 @@ void World::DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::ve
   const Scalar dt = params_.dt, margin0 = params_.contact_margin;
   const Scalar ra = ma.radius(), rb = mb.radius();
   const Index off_a = system_->part_offset(rods_[a]->part), off_b = system_->part_offset(rods_[b]->part);
-  Index body_a = -1, body_b = -1;
-  for (std::size_t k = 0; k < bodies_.size(); ++k) {
-    if (bodies_[k] == std::make_pair(2, Index(a))) body_a = static_cast<Index>(k);
-    if (bodies_[k] == std::make_pair(2, Index(b))) body_b = static_cast<Index>(k);
-  }
+  const Index body_a = BodyId(2, static_cast<Index>(a)), body_b = BodyId(2, static_cast<Index>(b));
   // links: consecutive centres of one cable; in self-contact, links closer along the cable than
   // 2 + (ra + rb) / L links are neighbours, never contacts
   auto links = [](const RodModel& m) {
@@ -451,11 +438,7 @@ void World::DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::ve
   const Scalar dt = params_.dt, margin0 = params_.contact_margin;
   const Index off_a = system_->part_offset(fa.part), off_b = system_->part_offset(fb.part);
   const std::vector<Scalar>&xa = x[f], &va = v[f], &xb = x[g], &vb = v[g];
-  Index body_a = -1, body_b = -1;
-  for (std::size_t b = 0; b < bodies_.size(); ++b) {
-    if (bodies_[b] == std::make_pair(1, Index(f))) body_a = static_cast<Index>(b);
-    if (bodies_[b] == std::make_pair(1, Index(g))) body_b = static_cast<Index>(b);
-  }
+  const Index body_a = BodyId(1, static_cast<Index>(f)), body_b = BodyId(1, static_cast<Index>(g));
   // triangle boxes grown by the largest detection reach (speeds of both sides) or the depth limit
   Scalar speed_a = 0, speed_b = 0;
   for (Index i : fa.surface) speed_a = std::max(speed_a, Norm(LoadVec3(va.data(), i)));

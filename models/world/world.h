@@ -109,6 +109,10 @@ class World {
   struct RodBody;
   // throws unless body is a body of this kind (0 rigid, 1 FEM, 2 rod)
   void CheckBody(Index body, int kind) const;
+  // the body id of the k-th body of a kind, or -1
+  Index BodyId(int kind, Index k) const;
+  // S-contacts of a deformable node (radius r) with every static shape (friction: the shape's)
+  void NodeStaticContacts(Index node, const Vec3& p, const Vec3& vp, Scalar radius, Index body, ContactSet* contacts);
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
   // FEM surface vertices of body f against the surface triangles of body g (f == g: self-contact)
