@@ -267,10 +267,15 @@ struct ChainApplyOp {
 
 namespace condsim {
 
-// rigid groups (CondSolver::SetRigidGroups): body k has velocity nodes trans[k] (v) and rot[k]
-// (omega), the 6x6 inverse of its own block A_o (row-major), and virtual nodes node[ptr[k] ..
-// ptr[k+1]) at arms r (J = [I, -[r]x], eq. 15) with gains kv
+// rigid groups (CondSolver::SetRigidGroups): group g holds bodies body_ptr[g] .. body_ptr[g+1)
+// (bodies coupled by joints; one body when it has none) and the inverse of their dense block of A
+// (6 n_g x 6 n_g, row-major, at ao_inv + inv_off[g]); body k has velocity nodes trans[k] (v) and
+// rot[k] (omega) and virtual nodes node[ptr[k] .. ptr[k+1]) at arms r (J = [I, -[r]x], eq. 15)
+// with gains kv
+constexpr int kMaxRigidGroupBodies = 8;
 struct RigidGroupView {
+  const Index* body_ptr;
+  const Index* inv_off;
   const Index* trans;
   const Index* rot;
   const Scalar* ao_inv;
@@ -280,7 +285,7 @@ struct RigidGroupView {
   const Scalar* kv;
 };
 
-// the body's exact answer to the contact forces f (Jc^T lambda per DOF) (eq. 15 solved for the
+// the group's exact answer to the contact forces f (Jc^T lambda per DOF) (eq. 15 solved for the
 // group): v_o = A_o^-1 (b_o + sum_v J_v^T f_v), v_v = J_v v_o + f_v / kv. Writes u_v = v_v - w_v f_v
 // before the sweeps (the sweep adds w_v f_v back), or u_o and u_v = v_v after them.
 struct RigidResponseOp {
@@ -290,30 +295,42 @@ struct RigidResponseOp {
   const Scalar* w;
   bool before_sweep;
   Scalar* u;
-  CONDSIM_HD void operator()(Index k) const {
-    Vec3 st = LoadVec3(b, g.trans[k]), sr = LoadVec3(b, g.rot[k]);
-    for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
-      const Vec3 fv = LoadVec3(f, g.node[e]);
-      st += fv;
-      sr += Cross(LoadVec3(g.arm, e), fv);  // J^T f: force and torque r x f
+  CONDSIM_HD void operator()(Index grp) const {
+    const Index first = g.body_ptr[grp];
+    const int nb = static_cast<int>(g.body_ptr[grp + 1] - first), n = 6 * nb;
+    Scalar s[6 * kMaxRigidGroupBodies], vo[6 * kMaxRigidGroupBodies];
+    for (int q = 0; q < nb; ++q) {
+      const Index k = first + q;
+      Vec3 st = LoadVec3(b, g.trans[k]), sr = LoadVec3(b, g.rot[k]);
+      for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+        const Vec3 fv = LoadVec3(f, g.node[e]);
+        st += fv;
+        sr += Cross(LoadVec3(g.arm, e), fv);  // J^T f: force and torque r x f
+      }
+      for (int i = 0; i < 3; ++i) {
+        s[6 * q + i] = st[i];
+        s[6 * q + 3 + i] = sr[i];
+      }
     }
-    const Scalar* m = g.ao_inv + 36 * std::int64_t(k);
-    Scalar s[6] = {st[0], st[1], st[2], sr[0], sr[1], sr[2]}, vo[6];
-    for (int i = 0; i < 6; ++i) {
+    const Scalar* m = g.ao_inv + g.inv_off[grp];
+    for (int i = 0; i < n; ++i) {
       vo[i] = 0;
-      for (int j = 0; j < 6; ++j) vo[i] += m[6 * i + j] * s[j];
+      for (int j = 0; j < n; ++j) vo[i] += m[n * i + j] * s[j];
     }
-    const Vec3 vt(vo[0], vo[1], vo[2]), vr(vo[3], vo[4], vo[5]);
-    if (!before_sweep) {
-      StoreVec3(u, g.trans[k], vt);
-      StoreVec3(u, g.rot[k], vr);
-    }
-    for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
-      const Index n = g.node[e];
-      const Vec3 fv = LoadVec3(f, n);
-      Vec3 vv = vt + Cross(vr, LoadVec3(g.arm, e)) + (Scalar(1) / g.kv[e]) * fv;
-      if (before_sweep) vv -= w[3 * std::int64_t(n)] * fv;
-      StoreVec3(u, n, vv);
+    for (int q = 0; q < nb; ++q) {
+      const Index k = first + q;
+      const Vec3 vt(vo[6 * q], vo[6 * q + 1], vo[6 * q + 2]), vr(vo[6 * q + 3], vo[6 * q + 4], vo[6 * q + 5]);
+      if (!before_sweep) {
+        StoreVec3(u, g.trans[k], vt);
+        StoreVec3(u, g.rot[k], vr);
+      }
+      for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+        const Index nd = g.node[e];
+        const Vec3 fv = LoadVec3(f, nd);
+        Vec3 vv = vt + Cross(vr, LoadVec3(g.arm, e)) + (Scalar(1) / g.kv[e]) * fv;
+        if (before_sweep) vv -= w[3 * std::int64_t(nd)] * fv;
+        StoreVec3(u, nd, vv);
+      }
     }
   }
 };

@@ -75,47 +75,63 @@ void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
 }
 
 void CondSolver::SetRigidGroups(const RigidGroups& g) {
-  const Index n = g.size();
-  CONDSIM_CHECK(g.rot.size() == g.trans.size() && g.ao_inv.size() == 36 * std::size_t(n) && g.ptr.size() == std::size_t(n) + 1 &&
-                    g.arm.size() == 3 * g.node.size() && g.kv.size() == g.node.size() && std::size_t(g.ptr.back()) == g.node.size(),
+  const Index n = g.size(), nb = g.num_bodies();
+  CONDSIM_CHECK(!g.body_ptr.empty() && g.body_ptr.front() == 0 && g.body_ptr.back() == nb && g.rot.size() == g.trans.size() &&
+                    g.ptr.size() == std::size_t(nb) + 1 && g.arm.size() == 3 * g.node.size() && g.kv.size() == g.node.size() &&
+                    std::size_t(g.ptr.back()) == g.node.size(),
                 "SetRigidGroups: inconsistent arrays");
+  std::vector<Index> inv_off{0};
+  for (Index k = 0; k < n; ++k) {
+    const Index size = g.body_ptr[k + 1] - g.body_ptr[k];
+    CONDSIM_CHECK(size >= 1 && size <= kMaxRigidGroupBodies,
+                  "SetRigidGroups: group " << k << " has " << size << " bodies (1 to " << kMaxRigidGroupBodies << ")");
+    inv_off.push_back(inv_off.back() + 36 * size * size);
+  }
+  CONDSIM_CHECK(g.ao_inv.size() == std::size_t(inv_off.back()), "SetRigidGroups: ao_inv needs (6 n_g)^2 values per group");
   // d_v: largest absolute row sum of the group's J A_o^-1 J^T + I / kv
   std::vector<Scalar> d(g.node.size(), 0);
-  for (Index k = 0; k < n; ++k) {
-    const Scalar* m = g.ao_inv.data() + 36 * std::size_t(k);
-    auto jac = [&](Index e) {  // 3x6 J = [I, -[r]x]
-      const Mat3 sk = Scalar(-1) * Skew(LoadVec3(g.arm.data(), e));
-      std::array<Scalar, 18> j{};
-      for (int r = 0; r < 3; ++r) {
-        j[6 * r + r] = 1;
-        for (int c = 0; c < 3; ++c) j[6 * r + 3 + c] = sk(r, c);
-      }
-      return j;
-    };
-    for (Index a = g.ptr[k]; a < g.ptr[k + 1]; ++a) {
-      CONDSIM_CHECK(std::isfinite(g.kv[a]) && g.kv[a] > 0, "SetRigidGroups: kv must be > 0");
-      const auto ja = jac(a);
-      Scalar ja_m[18] = {};  // J_a A_o^-1
-      for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 6; ++c)
-          for (int q = 0; q < 6; ++q) ja_m[6 * r + c] += ja[6 * r + q] * m[6 * q + c];
-      Scalar rows[3] = {1 / g.kv[a], 1 / g.kv[a], 1 / g.kv[a]};
-      for (Index b = g.ptr[k]; b < g.ptr[k + 1]; ++b) {
-        const auto jb = jac(b);
-        for (int r = 0; r < 3; ++r)
-          for (int c = 0; c < 3; ++c) {
-            Scalar gv = 0;
-            for (int q = 0; q < 6; ++q) gv += ja_m[6 * r + q] * jb[6 * c + q];
-            rows[r] += std::fabs(gv);
-          }
-      }
-      d[a] = std::max(rows[0], std::max(rows[1], rows[2]));
+  auto jac = [&](Index e) {  // 3x6 J = [I, -[r]x]
+    const Mat3 sk = Scalar(-1) * Skew(LoadVec3(g.arm.data(), e));
+    std::array<Scalar, 18> j{};
+    for (int r = 0; r < 3; ++r) {
+      j[6 * r + r] = 1;
+      for (int c = 0; c < 3; ++c) j[6 * r + 3 + c] = sk(r, c);
     }
+    return j;
+  };
+  for (Index k = 0; k < n; ++k) {
+    const Scalar* m = g.ao_inv.data() + inv_off[k];
+    const Index first = g.body_ptr[k], size = g.body_ptr[k + 1] - first, dim = 6 * size;
+    for (Index ba = first; ba < first + size; ++ba)
+      for (Index a = g.ptr[ba]; a < g.ptr[ba + 1]; ++a) {
+        CONDSIM_CHECK(std::isfinite(g.kv[a]) && g.kv[a] > 0, "SetRigidGroups: kv must be > 0");
+        const auto ja = jac(a);
+        Scalar rows[3] = {1 / g.kv[a], 1 / g.kv[a], 1 / g.kv[a]};
+        for (Index bb = first; bb < first + size; ++bb) {
+          // J_a A_o^-1 restricted to body bb's columns
+          Scalar ja_m[18] = {};
+          for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 6; ++c)
+              for (int q = 0; q < 6; ++q) ja_m[6 * r + c] += ja[6 * r + q] * m[(6 * (ba - first) + q) * dim + 6 * (bb - first) + c];
+          for (Index e = g.ptr[bb]; e < g.ptr[bb + 1]; ++e) {
+            const auto jb = jac(e);
+            for (int r = 0; r < 3; ++r)
+              for (int c = 0; c < 3; ++c) {
+                Scalar gv = 0;
+                for (int q = 0; q < 6; ++q) gv += ja_m[6 * r + q] * jb[6 * c + q];
+                rows[r] += std::fabs(gv);
+              }
+          }
+        }
+        d[a] = std::max(rows[0], std::max(rows[1], rows[2]));
+      }
   }
   num_rigid_ = n;
   rg_max_node_ = -1;
   for (const auto* list : {&g.trans, &g.rot, &g.node})
     for (Index k : *list) rg_max_node_ = std::max(rg_max_node_, k);
+  rg_body_ptr_ = Array<Index>(backend_, g.body_ptr);
+  rg_inv_off_ = Array<Index>(backend_, inv_off);
   rg_trans_ = Array<Index>(backend_, g.trans);
   rg_rot_ = Array<Index>(backend_, g.rot);
   rg_ptr_ = Array<Index>(backend_, g.ptr);
@@ -378,7 +394,7 @@ void CondSolver::OwnGammaResponse(const Array<Scalar>& b, bool before_sweep) {
     kernels_->BarycentricHost(num_bary_hosts_, BarycentricHostOp{BaryView(), r_.data(), f_.data(), f.data(), w_.data(), before_sweep, u_.data()});
     kernels_->BarycentricNode(num_bary_, BarycentricNodeOp{BaryView(), f.data(), w_.data(), before_sweep, u_.data()});
   }
-  const RigidGroupView rg{rg_trans_.data(), rg_rot_.data(), rg_ao_inv_.data(), rg_ptr_.data(), rg_node_.data(), rg_arm_.data(), rg_kv_.data()};
+  const RigidGroupView rg{rg_body_ptr_.data(), rg_inv_off_.data(), rg_trans_.data(), rg_rot_.data(), rg_ao_inv_.data(), rg_ptr_.data(), rg_node_.data(), rg_arm_.data(), rg_kv_.data()};
   if (num_rigid_ > 0) kernels_->RigidResponse(num_rigid_, RigidResponseOp{rg, b.data(), f.data(), w_.data(), before_sweep, u_.data()});
 }
 

@@ -63,22 +63,26 @@ struct CondStats {
   double iterate_seconds = 0;         // the fixed-point loop
 };
 
-// rigid groups (docs/solver.md): a rigid body's velocity nodes (v, omega) and the virtual nodes
-// on it (eq. 15, J = [I, -[r]x], gain kv). The body's contact-free nodes take the exact answer
-// to the current contact forces, v_o = A_o^-1 (b_o + J^T f), and each virtual node the velocity
-// it then has, J v_o + f / kv; the contact step stays diagonal with Gamma = d_v, the largest
-// absolute row sum of the group's J A_o^-1 J^T + I / kv (a majorant, so the contacts of one body
-// converge like a projected Jacobi on its Delassus operator, at a rate independent of kv). A
+// rigid groups (docs/solver.md): the velocity nodes (v, omega) of rigid bodies coupled by joints
+// (one body when it has none) and the virtual nodes on them (eq. 15, J = [I, -[r]x], gain kv).
+// The group's contact-free nodes take the exact answer to the current contact forces,
+// v_o = A_o^-1 (b_o + J^T f), and each virtual node the velocity it then has, J v_o + f / kv; the
+// contact step stays diagonal with Gamma = d_v, the largest absolute row sum of the group's
+// J A_o^-1 J^T + I / kv (a majorant, so the contacts of one group converge like a projected
+// Jacobi on its Delassus operator, at a rate independent of kv and of the joint stiffness). A
 // plain diagonal W would need ~kv / (2m/t) iterations to move a body with its virtual nodes.
 struct RigidGroups {
   std::vector<Index> trans, rot;   // velocity nodes of each body
-  std::vector<Scalar> ao_inv;      // 36 per body: inverse of the body's own 6x6 block of A
-                                   // (A without the virtual-node terms), row-major
+  std::vector<Index> body_ptr{0};  // group g: bodies body_ptr[g] .. body_ptr[g+1) (at most
+                                   // kMaxRigidGroupBodies)
+  std::vector<Scalar> ao_inv;      // per group, (6 n_g)^2: inverse of the group's block of A (A
+                                   // without the virtual-node terms; v, omega per body), row-major
   std::vector<Index> ptr{0};       // virtual nodes of body k: node[ptr[k] .. ptr[k+1])
   std::vector<Index> node;
   std::vector<Scalar> arm;         // 3 per virtual node: contact point - centre of mass [m]
   std::vector<Scalar> kv;          // per virtual node [N s/m]
-  Index size() const { return static_cast<Index>(trans.size()); }
+  Index size() const { return static_cast<Index>(body_ptr.size()) - 1; }
+  Index num_bodies() const { return static_cast<Index>(trans.size()); }
 };
 
 // barycentric virtual nodes (docs/solver.md): virtual nodes inside a triangle or on a segment of
@@ -168,6 +172,7 @@ class CondSolver {
   // rigid groups
   Index num_rigid_ = 0, rg_max_node_ = -1;
   Array<Index> rg_trans_, rg_rot_, rg_ptr_, rg_node_;
+  Array<Index> rg_body_ptr_, rg_inv_off_;
   Array<Scalar> rg_ao_inv_, rg_arm_, rg_kv_, rg_d_, f_, f_new_;
   // barycentric nodes
   Index num_bary_ = 0, num_bary_hosts_ = 0, bary_max_node_ = -1;

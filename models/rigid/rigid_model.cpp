@@ -1,6 +1,7 @@
 // Rigid bodies: inertia of the shapes, assembly of eq. 4 and the state update.
 #include "models/rigid/rigid_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "condsim/error.h"
@@ -9,6 +10,8 @@ namespace condsim {
 namespace {
 constexpr double kPi = 3.14159265358979323846;
 bool Finite(const Vec3& a) { return std::isfinite(a[0]) && std::isfinite(a[1]) && std::isfinite(a[2]); }
+// automatic joint stiffness: k t^2 / (4 m_red), the spring against the bodies' inertia per step
+constexpr Scalar kJointStiffness = 1e4;
 }  // namespace
 
 void RigidBody::Validate(const std::string& where) const {
@@ -86,19 +89,154 @@ std::vector<SurfacePoint> ContactSamples(const RigidBody& body) {
   return out;
 }
 
-RigidModel::RigidModel(const std::vector<RigidBody>& bodies, const std::string& source) : bodies_(bodies) {
+RigidModel::RigidModel(const std::vector<RigidBody>& bodies, const std::string& source, const std::vector<Joint>& joints)
+    : bodies_(bodies) {
   for (std::size_t b = 0; b < bodies_.size(); ++b) {
     bodies_[b].Validate(source + ": body " + std::to_string(b));
     bodies_[b].q = Normalized(bodies_[b].q);
   }
+  // joints, and the bodies each body is jointed to (itself included)
+  std::vector<std::vector<Index>> adj(bodies_.size());
+  for (std::size_t b = 0; b < bodies_.size(); ++b) adj[b].push_back(static_cast<Index>(b));
+  for (std::size_t j = 0; j < joints.size(); ++j) {
+    const Joint& jt = joints[j];
+    const std::string where = source + ": joint " + std::to_string(j);
+    jt.Validate(where);
+    CONDSIM_CHECK(jt.body_i < num_bodies() && jt.body_j < num_bodies(), where << ": body does not exist");
+    joints_.push_back(BindJoint(jt, Pose(jt.body_i), Pose(jt.body_j)));
+    if (jt.body_j >= 0) {
+      adj[jt.body_i].push_back(jt.body_j);
+      adj[jt.body_j].push_back(jt.body_i);
+    }
+  }
+  for (auto& a : adj) {
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+  }
+  // groups: connected components of the joint graph
+  std::vector<Index> seen(bodies_.size(), -1);
+  for (std::size_t b = 0; b < bodies_.size(); ++b) {
+    if (seen[b] >= 0) continue;
+    std::vector<Index> group{static_cast<Index>(b)}, stack{static_cast<Index>(b)};
+    seen[b] = static_cast<Index>(groups_.size());
+    while (!stack.empty()) {
+      const Index c = stack.back();
+      stack.pop_back();
+      for (Index n : adj[c])
+        if (seen[n] < 0) {
+          seen[n] = seen[b];
+          group.push_back(n);
+          stack.push_back(n);
+        }
+    }
+    std::sort(group.begin(), group.end());
+    groups_.push_back(group);
+  }
   pattern_.block_dim = 3;
   pattern_.block_rows = pattern_.block_cols = num_nodes();
   for (Index n = 0; n < num_nodes(); ++n) {
-    const Index first = n - n % 2;
-    pattern_.col_idx.push_back(first);
-    pattern_.col_idx.push_back(first + 1);
+    for (Index c : adj[n / 2]) {
+      pattern_.col_idx.push_back(2 * c);
+      pattern_.col_idx.push_back(2 * c + 1);
+    }
     pattern_.row_ptr.push_back(static_cast<Index>(pattern_.col_idx.size()));
   }
+}
+
+JointBodyPose RigidModel::Pose(Index b) const {
+  JointBodyPose p;
+  if (b < 0) return p;
+  const RigidBody& body = bodies_.at(std::size_t(b));
+  p.x = body.x;
+  p.r = ToMatrix(body.q);
+  p.v = body.v;
+  p.w = body.omega;
+  return p;
+}
+
+JointBodyPose RigidModel::MidPose(Index b, Scalar dt) const {
+  JointBodyPose p = Pose(b);
+  if (b < 0) return p;
+  const RigidBody& body = bodies_[b];
+  p.x = body.x + (dt / 2) * body.v;
+  p.r = ToMatrix(Normalized(FromRotationVector((dt / 2) * body.omega) * body.q));
+  return p;
+}
+
+Index RigidModel::BlockIndex(Index row, Index col) const {
+  const auto first = pattern_.col_idx.begin() + pattern_.row_ptr[row], last = pattern_.col_idx.begin() + pattern_.row_ptr[row + 1];
+  const auto it = std::lower_bound(first, last, col);
+  return it != last && *it == col ? static_cast<Index>(it - pattern_.col_idx.begin()) : -1;
+}
+
+std::vector<Scalar> RigidModel::GroupMatrix(const std::vector<Scalar>& values, const std::vector<Index>& bodies) const {
+  const std::size_t n = 6 * bodies.size();
+  std::vector<Scalar> dense(n * n, 0);
+  for (std::size_t p = 0; p < bodies.size(); ++p)
+    for (std::size_t q = 0; q < bodies.size(); ++q)
+      for (int a = 0; a < 2; ++a)
+        for (int c = 0; c < 2; ++c) {
+          const Index blk = BlockIndex(2 * bodies[p] + a, 2 * bodies[q] + c);
+          if (blk < 0) continue;
+          for (int r = 0; r < 3; ++r)
+            for (int k = 0; k < 3; ++k) dense[(6 * p + 3 * a + r) * n + 6 * q + 3 * c + k] = values[9 * std::size_t(blk) + 3 * r + k];
+        }
+  return dense;
+}
+
+void RigidModel::SetJointDrive(Index j, const JointDrive& d) {
+  CONDSIM_CHECK(j >= 0 && j < num_joints(), "joint drive: joint " << j << " does not exist");
+  CONDSIM_CHECK(joints_[j].type != JointType::kFixed, "joint drive: joint " << j << " is fixed (nothing to drive)");
+  for (Scalar g : {d.k, d.d})
+    CONDSIM_CHECK(std::isfinite(g) && g >= 0, "joint drive of joint " << j << ": gains must be finite and >= 0");
+  CONDSIM_CHECK(std::isfinite(d.target) && std::isfinite(d.target_rate) && std::isfinite(d.force),
+                "joint drive of joint " << j << ": target, rate and force must be finite");
+  joints_[j].drive = d;
+  joints_[j].driven = true;
+}
+
+Scalar RigidModel::JointPosition(Index j) const {
+  const JointState& s = joints_.at(std::size_t(j));
+  return s.type == JointType::kRevolute ? s.angle : JointCoordinate(s, Pose(s.body_i), Pose(s.body_j));
+}
+
+Scalar RigidModel::JointRate(Index j) const {
+  JointState s = joints_.at(std::size_t(j));
+  if (s.type == JointType::kFixed) return 0;
+  s.driven = true;
+  std::vector<JointRow> rows;
+  JointRows(s, Pose(s.body_i), Pose(s.body_j), 1, 1, 1, true, &rows);
+  const JointRow& g = rows.back();
+  Scalar rate = Dot(g.g[0], body(s.body_i).v) + Dot(g.g[1], body(s.body_i).omega);
+  if (s.body_j >= 0) rate += Dot(g.g[2], body(s.body_j).v) + Dot(g.g[3], body(s.body_j).omega);
+  return rate;
+}
+
+JointError RigidModel::JointConstraintError(Index j) const {
+  const JointState& s = joints_.at(std::size_t(j));
+  return condsim::JointConstraintError(s, Pose(s.body_i), Pose(s.body_j));
+}
+
+void RigidModel::AutoStiffness(Index j, Scalar dt, Scalar* k_lin, Scalar* k_ang) const {
+  const JointState& s = joints_.at(std::size_t(j));
+  auto radius = [&](Index b) {
+    const RigidBody& r = bodies_[b];
+    return r.shape == ShapeType::kBox ? Norm(r.size) : r.shape == ShapeType::kCapsule ? r.size[0] + r.size[1] : r.size[0];
+  };
+  Scalar m = bodies_[s.body_i].mass, len = radius(s.body_i);
+  if (s.body_j >= 0) {
+    m = m * bodies_[s.body_j].mass / (m + bodies_[s.body_j].mass);
+    len = std::max(len, radius(s.body_j));
+  }
+  *k_lin = kJointStiffness * 4 * m / (dt * dt);
+  *k_ang = *k_lin * len * len;
+}
+
+void RigidModel::ConstraintRows(Index j, Scalar dt, std::vector<JointRow>* rows) const {
+  const JointState& s = joints_.at(std::size_t(j));
+  Scalar k_lin, k_ang;
+  AutoStiffness(j, dt, &k_lin, &k_ang);
+  JointRows(s, Pose(s.body_i), Pose(s.body_j), dt, k_lin, k_ang, false, rows);
 }
 
 void RigidModel::SetPoseDrive(Index b, const PoseDrive& d) {
@@ -145,8 +283,9 @@ void RigidModel::Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scal
     const RigidBody& body = bodies_[k];
     const Mat3 iw = MidInertia(k, dt);
     // blocks (t,t), (t,r), (r,t), (r,r) of body k: 4k .. 4k+3
-    StoreMat3(values->data(), 4 * k, (2 * body.mass / dt) * Mat3::Identity());
-    StoreMat3(values->data(), 4 * k + 3, (2 / dt) * iw);
+    const Index tt = BlockIndex(2 * k, 2 * k), rr = BlockIndex(2 * k + 1, 2 * k + 1);
+    StoreMat3(values->data(), tt, (2 * body.mass / dt) * Mat3::Identity());
+    StoreMat3(values->data(), rr, (2 / dt) * iw);
     Vec3 f = body.mass * gravity, tau;
     if (!wrench.empty()) {
       f += LoadVec3(wrench.data(), 2 * k);
@@ -159,12 +298,33 @@ void RigidModel::Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scal
     if (std::size_t(k) < drives_.size()) {
       const PoseDrive& d = drives_[k];
       const Scalar ct = d.k_lin * dt / 2 + d.d_lin, cr = d.k_ang * dt / 2 + d.d_ang;
-      StoreMat3(values->data(), 4 * k, LoadMat3(values->data(), 4 * k) + ct * Mat3::Identity());
-      StoreMat3(values->data(), 4 * k + 3, LoadMat3(values->data(), 4 * k + 3) + cr * Mat3::Identity());
+      StoreMat3(values->data(), tt, LoadMat3(values->data(), tt) + ct * Mat3::Identity());
+      StoreMat3(values->data(), rr, LoadMat3(values->data(), rr) + cr * Mat3::Identity());
       const Vec3 e = LogRotation(ToMatrix(body.q) * Transpose(ToMatrix(d.q)));
       AddVec3(b->data(), 2 * k, Scalar(-d.k_lin) * (body.x - d.p) + d.d_lin * d.v);
       AddVec3(b->data(), 2 * k + 1, Scalar(-d.k_ang) * e + d.d_ang * d.omega);
     }
+  }
+  // joints (eq. 9): A += c g g^T, b += r g over the nodes of their bodies, at the predicted
+  // mid-step poses
+  std::vector<JointRow> rows;
+  for (Index j = 0; j < num_joints(); ++j) {
+    const JointState& s = joints_[j];
+    Scalar k_lin, k_ang;
+    AutoStiffness(j, dt, &k_lin, &k_ang);
+    rows.clear();
+    JointRows(s, MidPose(s.body_i, dt), MidPose(s.body_j, dt), dt, k_lin, k_ang, true, &rows);
+    const Index nodes[4] = {2 * s.body_i, 2 * s.body_i + 1, s.body_j < 0 ? -1 : 2 * s.body_j, s.body_j < 0 ? -1 : 2 * s.body_j + 1};
+    for (const JointRow& row : rows)
+      for (int p = 0; p < 4; ++p) {
+        if (nodes[p] < 0) continue;
+        AddVec3(b->data(), nodes[p], row.r * row.g[p]);
+        for (int q = 0; q < 4; ++q) {
+          if (nodes[q] < 0) continue;
+          const Index blk = BlockIndex(nodes[p], nodes[q]);
+          StoreMat3(values->data(), blk, LoadMat3(values->data(), blk) + row.c * Outer(row.g[p], row.g[q]));
+        }
+      }
   }
 }
 
@@ -179,6 +339,13 @@ void RigidModel::Advance(Scalar dt, const std::vector<Scalar>& vhat) {
     body.v = Scalar(2) * v_mid - body.v;
     body.q = Normalized(FromRotationVector(dt * w_mid) * body.q);
     body.omega = Inverse(WorldInertia(k)) * l_next;
+  }
+  // revolute angles: unwrap the new wrapped angle against the last one
+  constexpr Scalar kTwoPi = 2 * kPi;
+  for (JointState& s : joints_) {
+    if (s.type != JointType::kRevolute) continue;
+    const Scalar wrapped = JointCoordinate(s, Pose(s.body_i), Pose(s.body_j));
+    s.angle += std::remainder(wrapped - s.angle, kTwoPi);
   }
 }
 

@@ -18,6 +18,7 @@
 #include "condsim/contacts.h"
 #include "condsim/math.h"
 #include "models/collision/static_world.h"
+#include "models/rigid/joint.h"
 
 namespace condsim {
 
@@ -65,14 +66,23 @@ struct PoseDrive {
 class RigidModel {
  public:
   RigidModel() = default;
-  explicit RigidModel(const std::vector<RigidBody>& bodies, const std::string& source = "rigid bodies");
+  // joints (models/rigid/joint.h) are bound to the bodies' poses given here
+  explicit RigidModel(const std::vector<RigidBody>& bodies, const std::string& source = "rigid bodies",
+                      const std::vector<Joint>& joints = {});
 
   Index num_bodies() const { return static_cast<Index>(bodies_.size()); }
   Index num_nodes() const { return 2 * num_bodies(); }
   const RigidBody& body(Index b) const { return bodies_.at(std::size_t(b)); }
   RigidBody& mutable_body(Index b) { return bodies_.at(std::size_t(b)); }
-  // the 3x3-block pattern: per body the 2x2 blocks of nodes (2b, 2b+1), coupled by virtual nodes
+  // the 3x3-block pattern: per body the 2x2 blocks of nodes (2b, 2b+1) and the 2x2 blocks with
+  // every body it shares a joint with
   const BlockPattern& pattern() const { return pattern_; }
+  // index of block (row node, col node) in the pattern's order, or -1
+  Index BlockIndex(Index row, Index col) const;
+  // bodies connected by joints (ascending; groups ordered by their first body)
+  const std::vector<std::vector<Index>>& groups() const { return groups_; }
+  // the dense (6n x 6n, row-major) block of A over a group's bodies (v, omega per body in order)
+  std::vector<Scalar> GroupMatrix(const std::vector<Scalar>& values, const std::vector<Index>& bodies) const;
   // world inertia I_w = R diag(I) R^T at the current pose
   Mat3 WorldInertia(Index b) const;
   // I_w at the predicted mid-step orientation exp(t omega_k / 2) q_k (the midpoint rule's
@@ -83,6 +93,23 @@ class RigidModel {
 
   // drives body b (gains >= 0, finite); call again each step with the new target
   void SetPoseDrive(Index b, const PoseDrive& drive);
+
+  // joints
+  Index num_joints() const { return static_cast<Index>(joints_.size()); }
+  const JointState& joint(Index j) const { return joints_.at(std::size_t(j)); }
+  // a PD drive on a prismatic or revolute joint (gains >= 0, finite)
+  void SetJointDrive(Index j, const JointDrive& drive);
+  // the joint coordinate: slide [m] or unwrapped angle [rad] (0 for a fixed joint)
+  Scalar JointPosition(Index j) const;
+  // its rate [m/s] or [rad/s] at the current velocities
+  Scalar JointRate(Index j) const;
+  JointError JointConstraintError(Index j) const;
+  // the automatic stiffness of joint j at step dt: k_lin = 1e4 * 4 m_red / t^2 (m_red: the reduced
+  // mass of its bodies, the body's mass against the world), k_ang = k_lin L^2 (L: the larger
+  // body's bounding radius)
+  void AutoStiffness(Index j, Scalar dt, Scalar* k_lin, Scalar* k_ang) const;
+  // the constraint rows of joint j (no drive) at the current poses
+  void ConstraintRows(Index j, Scalar dt, std::vector<JointRow>* rows) const;
   // block values (pattern order) and b of the equations above; `wrench` holds force and
   // torque (6 per body, world frame, [N], [N m]) or is empty
   void Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scalar>& wrench, std::vector<Scalar>* values,
@@ -96,7 +123,12 @@ class RigidModel {
  private:
   std::vector<RigidBody> bodies_;
   std::vector<PoseDrive> drives_;
+  std::vector<JointState> joints_;
+  std::vector<std::vector<Index>> groups_;
   BlockPattern pattern_;
+  JointBodyPose Pose(Index b) const;  // the world for b = -1
+  // the pose predicted at mid-step, x + (t/2) v and exp((t/2) omega) q
+  JointBodyPose MidPose(Index b, Scalar dt) const;
 };
 
 }  // namespace condsim

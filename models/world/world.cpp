@@ -90,6 +90,56 @@ Index World::AddRigid(const RigidBody& body) {
   return static_cast<Index>(bodies_.size()) - 1;
 }
 
+Index World::AddJoint(const Joint& joint) {
+  CONDSIM_CHECK(!finalized_, "world: joints must be added before the first step");
+  const std::string where = "joint " + std::to_string(joints_.size());
+  Joint j = joint;
+  CheckBody(joint.body_i, 0);
+  j.body_i = bodies_[joint.body_i].second;
+  if (joint.body_j >= 0) {
+    CheckBody(joint.body_j, 0);
+    j.body_j = bodies_[joint.body_j].second;
+  } else {
+    j.body_j = -1;
+  }
+  j.Validate(where);
+  joints_.push_back(j);
+  if (j.body_j >= 0) {
+    jointed_.push_back({std::min(j.body_i, j.body_j), std::max(j.body_i, j.body_j)});
+    std::sort(jointed_.begin(), jointed_.end());
+  }
+  return static_cast<Index>(joints_.size()) - 1;
+}
+
+bool World::Jointed(Index a, Index b) const {
+  return std::binary_search(jointed_.begin(), jointed_.end(), std::make_pair(std::min(a, b), std::max(a, b)));
+}
+
+void World::CheckJoint(Index joint) const {
+  CONDSIM_CHECK(joint >= 0 && std::size_t(joint) < joints_.size(), "world: joint " << joint << " does not exist");
+}
+
+void World::SetJointDrive(Index joint, const JointDrive& drive) {
+  CheckJoint(joint);
+  if (!finalized_) Finalize();
+  rigid_.SetJointDrive(joint, drive);
+}
+
+Scalar World::JointPosition(Index joint) const {
+  CheckJoint(joint);
+  return finalized_ ? rigid_.JointPosition(joint) : 0;
+}
+
+Scalar World::JointRate(Index joint) const {
+  CheckJoint(joint);
+  return finalized_ ? rigid_.JointRate(joint) : 0;
+}
+
+JointError World::JointConstraintError(Index joint) const {
+  CheckJoint(joint);
+  return finalized_ ? rigid_.JointConstraintError(joint) : JointError();
+}
+
 Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name, Scalar mu, bool self_contact) {
   CONDSIM_CHECK(!finalized_, "world: bodies must be added before the first step");
   CONDSIM_CHECK(std::isfinite(mu) && mu >= 0, "world: " << name << ": friction mu must be >= 0, got " << mu);
@@ -228,7 +278,7 @@ void World::SetFemVelocities(Index body, const std::vector<Scalar>& v) {
 }
 
 void World::Finalize() {
-  rigid_ = RigidModel(rigid_init_, "rigid bodies");
+  rigid_ = RigidModel(rigid_init_, "rigid bodies", joints_);
   system_ = std::make_unique<SystemMatrix>(backend_);
   for (auto& f : fem_) {
     f->part = system_->num_parts();  // AddPart returns the first node, not the part index
@@ -282,7 +332,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
         meta_.push_back({c, BodyId(0, k), -1, Index(si), k, -1, c - body.x, Vec3()});
       }
       for (Index k2 = 0; k2 < rigid_.num_bodies(); ++k2) {
-        if (k2 == k) continue;
+        if (k2 == k || Jointed(k, k2)) continue;
         const RigidBody& other = rigid_.body(k2);
         const Proximity prox = ShapeProximity(rigid_.ShapeAt(k2), p);
         const Scalar gap = prox.distance - s.radius;
@@ -542,7 +592,7 @@ StepStats World::Step() {
   parts_v.push_back(&rigid_v_);
   system_->Assemble(parts_a, parts_b);
   system_->GatherVelocity(parts_v, &v_);
-  // rigid groups: each body with its virtual nodes, A_o^-1 from the body's own blocks
+  // rigid groups: jointed bodies with their virtual nodes, A_o^-1 from the group's own blocks
   RigidGroups groups;
   {
     const Index rigid_offset = system_->part_offset(rigid_part_);
@@ -552,26 +602,27 @@ StepStats World::Step() {
       if (host >= rigid_offset && host < rigid_offset + rigid_.num_nodes() && vn.ptr[k + 1] - vn.ptr[k] == 2)
         per_body[(host - rigid_offset) / 2].push_back(k);
     }
-    for (Index b = 0; b < rigid_.num_bodies(); ++b) {
-      groups.trans.push_back(rigid_offset + 2 * b);
-      groups.rot.push_back(rigid_offset + 2 * b + 1);
-      Eigen::Matrix<Scalar, 6, 6> ao;
-      for (int blk = 0; blk < 4; ++blk)
-        for (int r = 0; r < 3; ++r)
-          for (int c = 0; c < 3; ++c) ao(3 * (blk / 2) + r, 3 * (blk % 2) + c) = values[9 * (4 * std::size_t(b) + blk) + 3 * r + c];
-      const Eigen::Matrix<Scalar, 6, 6> inv = ao.inverse();
-      for (int r = 0; r < 6; ++r)
-        for (int c = 0; c < 6; ++c) groups.ao_inv.push_back(inv(r, c));
-      for (Index k : per_body[b]) {
-        groups.node.push_back(system_->num_base_nodes() + k);
-        // J_rot = -[r]x (row-major), so r = (J(1,2), J(2,0), J(0,1))
-        const Scalar* j = vn.jac.data() + 9 * std::size_t(vn.ptr[k] + 1);
-        groups.arm.push_back(j[5]);
-        groups.arm.push_back(j[6]);
-        groups.arm.push_back(j[1]);
-        groups.kv.push_back(vn.kv[k]);
+    for (const std::vector<Index>& group : rigid_.groups()) {
+      for (Index b : group) {
+        groups.trans.push_back(rigid_offset + 2 * b);
+        groups.rot.push_back(rigid_offset + 2 * b + 1);
+        for (Index k : per_body[b]) {
+          groups.node.push_back(system_->num_base_nodes() + k);
+          // J_rot = -[r]x (row-major), so r = (J(1,2), J(2,0), J(0,1))
+          const Scalar* j = vn.jac.data() + 9 * std::size_t(vn.ptr[k] + 1);
+          groups.arm.push_back(j[5]);
+          groups.arm.push_back(j[6]);
+          groups.arm.push_back(j[1]);
+          groups.kv.push_back(vn.kv[k]);
+        }
+        groups.ptr.push_back(static_cast<Index>(groups.node.size()));
       }
-      groups.ptr.push_back(static_cast<Index>(groups.node.size()));
+      groups.body_ptr.push_back(static_cast<Index>(groups.trans.size()));
+      const Index dim = 6 * static_cast<Index>(group.size());
+      const std::vector<Scalar> dense = rigid_.GroupMatrix(values, group);
+      const Eigen::MatrixXd inv = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(dense.data(), dim, dim).inverse();
+      for (Index r = 0; r < dim; ++r)
+        for (Index c = 0; c < dim; ++c) groups.ao_inv.push_back(inv(r, c));
     }
   }
   solver_->SetRigidGroups(groups);
@@ -715,29 +766,56 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
       }
     }
   }
-  // per rigid body: the smallest kinetic-energy change meeting the targets (least squares when
-  // the rows are dependent, e.g. four corners of a box on a plane)
-  for (Index k = 0; k < rigid_.num_bodies(); ++k) {
-    if (rows[k].empty()) continue;
-    const RigidBody& body = rigid_.body(k);
-    const Index m = static_cast<Index>(rows[k].size());
-    Eigen::Matrix<Scalar, Eigen::Dynamic, 6> c(m, 6);
-    Eigen::Matrix<Scalar, Eigen::Dynamic, 1> d(m);
-    for (Index i = 0; i < m; ++i) {
-      c.row(i) = rows[k][i].first;
-      d[i] = rows[k][i].second;
+  // per rigid group: the smallest kinetic-energy change meeting the targets (least squares when
+  // the rows are dependent, e.g. four corners of a box on a plane) that keeps the joints' relative
+  // velocities (their constraint rows as targets 0)
+  std::vector<JointRow> jrows;
+  std::vector<Index> jrow_joint;
+  for (const std::vector<Index>& group : rigid_.groups()) {
+    Index m = 0;
+    for (Index b : group) m += static_cast<Index>(rows[b].size());
+    if (m == 0) continue;
+    const Index dim = 6 * static_cast<Index>(group.size());
+    auto column = [&](Index body) { return 6 * Index(std::lower_bound(group.begin(), group.end(), body) - group.begin()); };
+    jrows.clear();
+    jrow_joint.clear();
+    for (Index j = 0; j < rigid_.num_joints(); ++j) {
+      if (!std::binary_search(group.begin(), group.end(), rigid_.joint(j).body_i)) continue;
+      rigid_.ConstraintRows(j, params_.dt, &jrows);
+      jrow_joint.resize(jrows.size(), j);
     }
-    Eigen::Matrix<Scalar, 6, 6> minv = Eigen::Matrix<Scalar, 6, 6>::Zero();
-    const Mat3 iw_inv = Inverse(rigid_.WorldInertia(k));
-    for (int i = 0; i < 3; ++i) {
-      minv(i, i) = 1 / body.mass;
-      for (int j = 0; j < 3; ++j) minv(3 + i, 3 + j) = iw_inv(i, j);
+    const Index total = m + static_cast<Index>(jrows.size());
+    Eigen::MatrixXd c = Eigen::MatrixXd::Zero(total, dim);
+    Eigen::VectorXd d = Eigen::VectorXd::Zero(total);
+    Index i = 0;
+    for (Index b : group)
+      for (const auto& row : rows[b]) {
+        c.block(i, column(b), 1, 6) = row.first;
+        d[i++] = row.second;
+      }
+    for (std::size_t r = 0; r < jrows.size(); ++r, ++i) {
+      const JointState& js = rigid_.joint(jrow_joint[r]);
+      for (int p = 0; p < 4; ++p) {
+        const Index body = p < 2 ? js.body_i : js.body_j;
+        if (body < 0) continue;
+        for (int q = 0; q < 3; ++q) c(i, column(body) + 3 * (p % 2) + q) = jrows[r].g[p][q];
+      }
     }
-    const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> s = c * minv * c.transpose();
-    const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> y = s.completeOrthogonalDecomposition().solve(d);
-    const Eigen::Matrix<Scalar, 6, 1> dv = minv * c.transpose() * y;
-    AddVec3(rigid_next->data(), 2 * k, Vec3(dv[0], dv[1], dv[2]));
-    AddVec3(rigid_next->data(), 2 * k + 1, Vec3(dv[3], dv[4], dv[5]));
+    Eigen::MatrixXd minv = Eigen::MatrixXd::Zero(dim, dim);
+    for (std::size_t q = 0; q < group.size(); ++q) {
+      const Mat3 iw_inv = Inverse(rigid_.WorldInertia(group[q]));
+      for (int a = 0; a < 3; ++a) {
+        minv(6 * q + a, 6 * q + a) = 1 / rigid_.body(group[q]).mass;
+        for (int b = 0; b < 3; ++b) minv(6 * q + 3 + a, 6 * q + 3 + b) = iw_inv(a, b);
+      }
+    }
+    const Eigen::MatrixXd sm = c * minv * c.transpose();
+    const Eigen::VectorXd y = sm.completeOrthogonalDecomposition().solve(d);
+    const Eigen::VectorXd dv = minv * c.transpose() * y;
+    for (std::size_t q = 0; q < group.size(); ++q) {
+      AddVec3(rigid_next->data(), 2 * group[q], Vec3(dv[6 * q], dv[6 * q + 1], dv[6 * q + 2]));
+      AddVec3(rigid_next->data(), 2 * group[q] + 1, Vec3(dv[6 * q + 3], dv[6 * q + 4], dv[6 * q + 5]));
+    }
   }
 }
 

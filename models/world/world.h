@@ -83,6 +83,16 @@ class World {
   // segment centres of a cable (3 per segment) [m]
   std::vector<Scalar> RodPositions(Index body) const;
 
+  // a joint between two rigid bodies, or a rigid body and the world (body_j = -1), given at the
+  // bodies' poses when added (models/rigid/joint.h; body ids as returned by AddRigid); contacts
+  // between two jointed bodies are not detected. Returns the joint id.
+  Index AddJoint(const Joint& joint);
+  // a PD drive on a prismatic / revolute joint (set it again whenever the target changes)
+  void SetJointDrive(Index joint, const JointDrive& drive);
+  // the joint coordinate: slide [m] or unwrapped angle [rad]; its rate; the constraint error
+  Scalar JointPosition(Index joint) const;
+  Scalar JointRate(Index joint) const;
+  JointError JointConstraintError(Index joint) const;
   // external wrench (force, torque: 6 values) on a rigid body for the coming steps
   void SetRigidWrench(Index body, const Vec3& force, const Vec3& torque);
   // a pose drive on a rigid body (models/rigid/rigid_model.h); set its target every step
@@ -137,6 +147,10 @@ class World {
   WorldParams params_;
   std::vector<StaticShape> statics_;
   std::vector<RigidBody> rigid_init_;
+  std::vector<Joint> joints_;               // rigid-body indices (not body ids)
+  std::vector<std::pair<Index, Index>> jointed_;  // rigid pairs (i < j) sharing a joint, sorted
+  bool Jointed(Index a, Index b) const;
+  void CheckJoint(Index joint) const;
   RigidModel rigid_;
   std::vector<std::unique_ptr<FemBody>> fem_;
   std::vector<std::unique_ptr<RodBody>> rods_;
