@@ -7,7 +7,8 @@
 // the world frame, so L is conserved exactly without torque), with the inertia at the
 // predicted mid-step orientation q_m = exp(t omega_k / 2) q_k; then x += t v-hat,
 // q <- exp(t omega-hat) q, v = 2 v-hat - v, L_{k+1} = 2 I_w(q_m) omega-hat - L_k,
-// omega = I_w(q_{k+1})^-1 L_{k+1}. Contacts reach a body through virtual nodes (eq. 14-15).
+// omega = I_w(q_{k+1})^-1 L_{k+1}. Contacts reach a body through virtual nodes (eq. 14-15);
+// joints (models/rigid/joint.h) add their rows to A and b and couple the blocks of their bodies.
 // Host-side state and assembly (bodies are few; the solve runs on the backend). SI units.
 #pragma once
 

@@ -1,5 +1,5 @@
-// A scene stepped in time (paper Alg. 1): static shapes, rigid bodies and FEM bodies coupled by
-// contacts. Every step: detect contacts (nodes and rigid surface samples against the static
+// A scene stepped in time (paper Alg. 1): static shapes, rigid bodies (with joints and drives),
+// FEM bodies and cables coupled by contacts. Every step: detect contacts (nodes and rigid surface samples against the static
 // world and the rigid shapes; FEM surface vertices against the surface triangles of the other
 // FEM bodies and, non-adjacent, of their own), turn every contact point that is not a node into a virtual node
 // (eq. 14-15, gain kv), assemble the global A v-hat = b + Jc^T lambda, solve it with COND and
