@@ -80,6 +80,20 @@ Scalar Backend::Dot(const Array<Scalar>& x, const Array<Scalar>& y) {
 
 Scalar Backend::Norm2(const Array<Scalar>& x) { return std::sqrt(Dot(x, x)); }
 
+Index Backend::ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out) {
+  CheckSameBackend(this, in.backend(), "ExclusiveScan: in");
+  CheckSameBackend(this, out->backend(), "ExclusiveScan: out");
+  CONDSIM_CHECK(n >= 0 && n <= in.size() && n <= out->size(), "ExclusiveScan: n = " << n << " exceeds the arrays");
+  return n > 0 ? DoExclusiveScan(n, in.data(), out->data()) : 0;
+}
+
+void Backend::SortPairs(Index n, Array<std::uint64_t>* keys, Array<Index>* values) {
+  CheckSameBackend(this, keys->backend(), "SortPairs: keys");
+  CheckSameBackend(this, values->backend(), "SortPairs: values");
+  CONDSIM_CHECK(n >= 0 && n <= keys->size() && n <= values->size(), "SortPairs: n = " << n << " exceeds the arrays");
+  if (n > 1) DoSortPairs(n, keys->data(), values->data());
+}
+
 Scalar Backend::MaxAbs(const Array<Scalar>& x) {
   CheckSameBackend(this, x.backend(), "MaxAbs: x");
   return x.size() > 0 ? DoMaxAbs(x.size(), x.data()) : Scalar(0);

@@ -1,11 +1,15 @@
 // The CPU/OpenMP backend.
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "condsim/vector_ops.h"
 #include "cpu/parallel.h"
@@ -89,6 +93,24 @@ class CpuBackend final : public Backend {
     cpu::SegmentedReduce(
         threads_, num_segments, offsets, Scalar(0), [=](Index i) { return std::fabs(x[i]); },
         [](Scalar a, Scalar b) { return NanMax(a, b); }, out);
+  }
+  Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
+    Index sum = 0;
+    for (Index i = 0; i < n; ++i) {
+      const Index x = in[i];
+      out[i] = sum;
+      sum += x;
+    }
+    return sum;
+  }
+  void DoSortPairs(Index n, std::uint64_t* keys, Index* values) override {
+    std::vector<std::pair<std::uint64_t, Index>> pairs(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) pairs[i] = {keys[i], values[i]};
+    std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (Index i = 0; i < n; ++i) {
+      keys[i] = pairs[i].first;
+      values[i] = pairs[i].second;
+    }
   }
 
  private:

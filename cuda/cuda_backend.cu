@@ -1,9 +1,12 @@
 // The CUDA backend: device memory, the shared functors through cuda::ParallelFor, CUB
 // reductions, and cuSPARSE SpMV (CSR or BSR) or condsim's own row-loop SpMV.
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
 #include <cusparse.h>
+#include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/sort.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cmath>
@@ -184,6 +187,21 @@ class CudaBackend final : public Backend {
   void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
                          Scalar* out) override {
     SegmentedReduce(num_segments, offsets, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0), out);
+  }
+  Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
+    // the total is the last input plus its prefix; read the input first (out may alias it)
+    Index last = 0, prefix = 0;
+    CopyToHost(&last, in + (n - 1), sizeof(Index));
+    std::size_t bytes = 0;
+    CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, stream_));
+    void* tmp = Scratch(bytes);
+    CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, n, stream_));
+    CopyToHost(&prefix, out + (n - 1), sizeof(Index));
+    return prefix + last;
+  }
+  void DoSortPairs(Index n, std::uint64_t* keys, Index* values) override {
+    thrust::stable_sort_by_key(thrust::cuda::par.on(stream_), keys, keys + n, values);
+    CONDSIM_CUDA_CHECK(cudaGetLastError());
   }
 
  private:

@@ -1,5 +1,6 @@
 // Stand-ins for a build without the CUDA backend (CONDSIM_CUDA=OFF or no nvcc found).
 #include "cuda/cuda_backend.h"
+#include "models/collision/detect_kernels.h"
 #include "models/cond/cond_kernels.h"
 #include "models/fem/fem_kernels.h"
 #include "models/rod/rod_kernels.h"
@@ -30,6 +31,10 @@ std::unique_ptr<RodKernels> MakeCudaRodKernels(void* /*stream*/) {
 }
 
 std::unique_ptr<SystemKernels> MakeCudaSystemKernels(void* /*stream*/) {
+  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
+}
+
+std::unique_ptr<DetectKernels> MakeCudaDetectKernels(void* /*stream*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -97,6 +98,12 @@ class Backend {
   // out[s] = max |x_s| (0 for an empty segment, NaN when the segment holds a NaN)
   void SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets, Array<Scalar>* out);
 
+  // ---- index primitives (the broad phase): exclusive prefix sum of in[0, n) into out[0, n)
+  // (out may alias in); returns the total
+  Index ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out);
+  // sorts the first n (key, value) pairs by key, stably (equal keys keep their order)
+  void SortPairs(Index n, Array<std::uint64_t>* keys, Array<Index>* values);
+
   // ---- block-sparse matrices with a fixed pattern and refreshable values
   virtual std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) = 0;
 
@@ -112,6 +119,8 @@ class Backend {
                               const Scalar* y, Scalar* out) = 0;
   virtual void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
                                  Scalar* out) = 0;
+  virtual Index DoExclusiveScan(Index n, const Index* in, Index* out) = 0;
+  virtual void DoSortPairs(Index n, std::uint64_t* keys, Index* values) = 0;
 
  private:
   void CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const;

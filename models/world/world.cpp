@@ -81,6 +81,34 @@ Index World::AddStatic(const StaticShape& shape) {
   return static_cast<Index>(statics_.size()) - 1;
 }
 
+Index World::AddStaticMesh(const SurfaceMesh& mesh, Scalar mu, const std::string& name) {
+  CONDSIM_CHECK(!finalized_, "world: meshes must be added before the first step");
+  const std::string where = "world: static mesh '" + name + "'";
+  CONDSIM_CHECK(std::isfinite(mu) && mu >= 0, where << ": friction mu must be >= 0, got " << mu);
+  CONDSIM_CHECK(mesh.x.size() % 3 == 0 && !mesh.x.empty(), where << ": x needs 3 coordinates per vertex");
+  CONDSIM_CHECK(mesh.triangles.size() % 3 == 0 && !mesh.triangles.empty(), where << ": triangles need 3 vertices each");
+  for (double c : mesh.x) CONDSIM_CHECK(std::isfinite(c), where << ": vertex coordinates must be finite");
+  const Index nv = static_cast<Index>(mesh.x.size() / 3);
+  StaticMesh m;
+  m.name = name;
+  m.mu = mu;
+  m.x.assign(mesh.x.begin(), mesh.x.end());
+  m.tri = mesh.triangles;
+  Scalar edges = 0;
+  for (std::size_t t = 0; t < m.tri.size(); t += 3) {
+    for (int k = 0; k < 3; ++k)
+      CONDSIM_CHECK(m.tri[t + k] >= 0 && m.tri[t + k] < nv, where << ": triangle " << t / 3 << " has vertex " << m.tri[t + k]
+                                                                   << " out of range [0, " << nv << ")");
+    const Vec3 a = LoadVec3(m.x.data(), m.tri[t]), b = LoadVec3(m.x.data(), m.tri[t + 1]), c = LoadVec3(m.x.data(), m.tri[t + 2]);
+    CONDSIM_CHECK(Norm(Cross(b - a, c - a)) > 0, where << ": triangle " << t / 3 << " is degenerate (zero area)");
+    edges += Norm(b - a) + Norm(c - b) + Norm(a - c);
+  }
+  // as for FEM surfaces: deeper points are taken to be across a thin wall
+  m.depth_limit = Scalar(0.25) * edges / Scalar(m.tri.size());
+  meshes_.push_back(std::move(m));
+  return static_cast<Index>(meshes_.size()) - 1;
+}
+
 Index World::AddRigid(const RigidBody& body) {
   CONDSIM_CHECK(!finalized_, "world: bodies must be added before the first step");
   body.Validate("rigid body " + std::to_string(bodies_.size()));
@@ -301,7 +329,208 @@ void World::Finalize() {
   rigid_v_ = Array<Scalar>(backend_, 3 * rigid_.num_nodes());
   solver_ = std::make_unique<CondSolver>(backend_, params_.cond);
   if (!rods_.empty()) solver_->SetChains(chain_ptr, chain_nodes, RodModel::kChainBand);
+  BuildDetector();
   finalized_ = true;
+}
+
+void World::BuildDetector() {
+  // owners: the bodies (their ids), then the meshes
+  DetectScene sc;
+  const Index num_bodies = static_cast<Index>(bodies_.size());
+  sc.self_contact.assign(bodies_.size() + meshes_.size(), 0);
+  sc.depth_limit.assign(bodies_.size() + meshes_.size(), 0);
+  q_kind_.clear();
+  q_body_.clear();
+  q_local_.clear();
+  t_owner_kind_.clear();
+  t_body_.clear();
+  t_nodes_.clear();
+  gather_x_.clear();
+  gather_v_.clear();
+  gather_offset_.clear();
+  std::vector<std::vector<Index>> adj;  // per vertex
+  // FEM surfaces: every surface vertex is a query (radius 0) and a triangle vertex
+  for (std::size_t f = 0; f < fem_.size(); ++f) {
+    const FemBody& fb = *fem_[f];
+    const Index owner = BodyId(1, static_cast<Index>(f)), first = sc.num_vertices();
+    sc.self_contact[owner] = fb.self_contact ? 1 : 0;
+    sc.depth_limit[owner] = fb.depth_limit;
+    std::vector<Index> vertex_of(std::size_t(fb.model->num_nodes()), -1);
+    for (std::size_t k = 0; k < fb.surface.size(); ++k) vertex_of[fb.surface[k]] = first + static_cast<Index>(k);
+    for (std::size_t k = 0; k < fb.surface.size(); ++k) {
+      const Index i = fb.surface[k];
+      sc.vertex_owner.push_back(owner);
+      sc.query.push_back(first + static_cast<Index>(k));
+      sc.radius.push_back(0);
+      q_kind_.push_back(1);
+      q_body_.push_back(static_cast<Index>(f));
+      q_local_.push_back(i);
+      // element neighbours on the surface (self-contact skips their triangles)
+      std::vector<Index> nb;
+      for (Index a = fb.adj_ptr[i]; a < fb.adj_ptr[i + 1]; ++a)
+        if (vertex_of[fb.adj[a]] >= 0) nb.push_back(vertex_of[fb.adj[a]]);
+      std::sort(nb.begin(), nb.end());
+      adj.push_back(nb);
+    }
+    for (std::size_t t = 0; t < fb.tris.size(); t += 3) {
+      for (int k = 0; k < 3; ++k) {
+        sc.tri.push_back(vertex_of[fb.tris[t + k]]);
+        t_nodes_.push_back(fb.tris[t + k]);
+      }
+      sc.tri_owner.push_back(owner);
+      t_owner_kind_.push_back(1);
+      t_body_.push_back(static_cast<Index>(f));
+    }
+    gather_offset_.push_back(first);
+    gather_x_.emplace_back(backend_, fb.surface);
+    gather_v_.emplace_back(backend_, fb.surface);
+  }
+  // cable centres: queries with the cable radius
+  for (std::size_t c = 0; c < rods_.size(); ++c) {
+    const RodModel& m = *rods_[c]->model;
+    const Index owner = BodyId(2, static_cast<Index>(c)), first = sc.num_vertices();
+    std::vector<Index> ix, iv;
+    for (Index k = 0; k < m.num_segments(); ++k) {
+      sc.vertex_owner.push_back(owner);
+      sc.query.push_back(first + k);
+      sc.radius.push_back(m.radius());
+      q_kind_.push_back(2);
+      q_body_.push_back(static_cast<Index>(c));
+      q_local_.push_back(k);
+      adj.emplace_back();
+      ix.push_back(k);
+      iv.push_back(2 * k);
+    }
+    gather_offset_.push_back(first);
+    gather_x_.emplace_back(backend_, ix);
+    gather_v_.emplace_back(backend_, iv);
+  }
+  // rigid surface samples: queries with their radii (positions uploaded every step)
+  rigid_vertex_offset_ = sc.num_vertices();
+  for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+    const std::vector<SurfacePoint> samples = ContactSamples(rigid_.body(k));
+    for (std::size_t s = 0; s < samples.size(); ++s) {
+      sc.query.push_back(sc.num_vertices());
+      sc.vertex_owner.push_back(BodyId(0, k));
+      sc.radius.push_back(samples[s].radius);
+      q_kind_.push_back(0);
+      q_body_.push_back(k);
+      q_local_.push_back(static_cast<Index>(s));
+      adj.emplace_back();
+    }
+  }
+  // static meshes: triangle vertices only
+  const Index mesh_first = sc.num_vertices();
+  std::vector<Scalar> mesh_x;
+  for (std::size_t m = 0; m < meshes_.size(); ++m) {
+    const Index owner = num_bodies + static_cast<Index>(m), first = sc.num_vertices();
+    sc.depth_limit[owner] = meshes_[m].depth_limit;
+    for (std::size_t i = 0; i < meshes_[m].x.size() / 3; ++i) {
+      sc.vertex_owner.push_back(owner);
+      adj.emplace_back();
+    }
+    for (std::size_t t = 0; t < meshes_[m].tri.size(); t += 3) {
+      for (int k = 0; k < 3; ++k) {
+        sc.tri.push_back(first + meshes_[m].tri[t + k]);
+        t_nodes_.push_back(meshes_[m].tri[t + k]);
+      }
+      sc.tri_owner.push_back(owner);
+      t_owner_kind_.push_back(3);
+      t_body_.push_back(static_cast<Index>(m));
+    }
+    mesh_x.insert(mesh_x.end(), meshes_[m].x.begin(), meshes_[m].x.end());
+  }
+  sc.adj_ptr.assign(1, 0);
+  for (const auto& a : adj) {
+    sc.adj.insert(sc.adj.end(), a.begin(), a.end());
+    sc.adj_ptr.push_back(static_cast<Index>(sc.adj.size()));
+  }
+  detector_ = std::make_unique<Detector>(backend_, sc);
+  detector_->Upload(mesh_first, mesh_x, std::vector<Scalar>(mesh_x.size(), 0));
+}
+
+void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, ContactSet* contacts, VirtualNodeSet* vn) {
+  const Scalar dt = params_.dt;
+  // this step's vertices: FEM surfaces and cable centres on the backend, rigid samples uploaded
+  for (std::size_t f = 0; f < fem_.size(); ++f) detector_->Gather(gather_offset_[f], gather_x_[f], gather_v_[f], fem_[f]->x, fem_[f]->v);
+  for (std::size_t c = 0; c < rods_.size(); ++c) {
+    const std::size_t g = fem_.size() + c;
+    detector_->Gather(gather_offset_[g], gather_x_[g], gather_v_[g], rods_[c]->model->positions(), rods_[c]->v);
+  }
+  std::vector<Scalar> rx, rv;
+  for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+    const RigidBody& body = rigid_.body(k);
+    const Mat3 rot = ToMatrix(body.q);
+    for (const SurfacePoint& sp : ContactSamples(body)) {
+      const Vec3 p = body.x + rot * sp.local, vp = body.v + Cross(body.omega, p - body.x);
+      for (int d = 0; d < 3; ++d) {
+        rx.push_back(p[d]);
+        rv.push_back(vp[d]);
+      }
+    }
+  }
+  detector_->Upload(rigid_vertex_offset_, rx, rv);
+  const DetectResult& hits = detector_->Detect(dt, params_.contact_margin);
+  const Index base = system_->num_base_nodes(), rigid_offset = system_->part_offset(rigid_part_);
+  for (Index h = 0; h < hits.size(); ++h) {
+    const Index q = hits.query[h], t = hits.tri[h];
+    const Vec3 n = LoadVec3(hits.n.data(), h), w = LoadVec3(hits.w.data(), h);
+    const Scalar gap = hits.gap[h];
+    // the query's side: an FEM node, a cable centre node, or a rigid virtual node at p - r n
+    const Index kind = q_kind_[q], qb = q_body_[q], ql = q_local_[q];
+    Index node_i = -1, body_i = -1, rigid_i = -1;
+    Vec3 pos, arm_i;
+    Scalar mu_i = 0;
+    if (kind == 1) {
+      node_i = system_->part_offset(fem_[qb]->part) + ql;
+      body_i = BodyId(1, qb);
+      mu_i = fem_[qb]->mu;
+    } else if (kind == 2) {
+      node_i = system_->part_offset(rods_[qb]->part) + 2 * ql;
+      body_i = BodyId(2, qb);
+      mu_i = rods_[qb]->mu;
+    } else {
+      rigid_i = qb;
+      body_i = BodyId(0, qb);
+      mu_i = rigid_.body(qb).mu1;
+    }
+    // contact point on the triangle, and the query's point
+    Vec3 tri_x[3];
+    const Index* tn = t_nodes_.data() + 3 * std::size_t(t);
+    const bool on_fem = t_owner_kind_[t] == 1;
+    const std::vector<Scalar>* xs = on_fem ? &fem_x[t_body_[t]] : &meshes_[t_body_[t]].x;
+    for (int k = 0; k < 3; ++k) tri_x[k] = LoadVec3(xs->data(), tn[k]);
+    const Vec3 qpt = w[0] * tri_x[0] + w[1] * tri_x[1] + w[2] * tri_x[2];
+    const Scalar radius = detector_->scene().radius[q];
+    pos = qpt + (gap + radius) * n;  // the query point p
+    const Vec3 contact = pos - radius * n;
+    if (kind == 0) {
+      const RigidBody& body = rigid_.body(qb);
+      arm_i = contact - body.x;
+      node_i = base + vn->AddRigidPoint(rigid_offset + 2 * qb, rigid_offset + 2 * qb + 1, arm_i, params_.kv);
+    }
+    const Mat3 frame = RotateTangents(ContactFrame(n), tangent_rotation_);
+    if (on_fem) {
+      // D-contact with a barycentric virtual node on the FEM triangle
+      const Index fb = t_body_[t];
+      const Index off = system_->part_offset(fem_[fb]->part);
+      const Index hosts[3] = {off + tn[0], off + tn[1], off + tn[2]};
+      const Scalar weights[3] = {w[0], w[1], w[2]};
+      const Index node_j = AddBarycentricNode(3, hosts, weights, vn);
+      // friction: self-contact the body's mu; FEM-rigid the rigid body's; else sqrt(mu_i mu_j)
+      const Scalar mu = kind == 0 ? mu_i : (kind == 1 && qb == fb ? mu_i : std::sqrt(mu_i * fem_[fb]->mu));
+      contacts->Add(node_i, node_j, frame, gap / dt, mu, mu);
+      meta_.push_back({contact, body_i, BodyId(1, fb), -1, rigid_i, -1, arm_i, Vec3()});
+    } else {
+      // S-contact against the static mesh: its mu (rigid bodies: sqrt(mu_mesh mu_body))
+      const StaticMesh& m = meshes_[t_body_[t]];
+      const Scalar mu = kind == 0 ? std::sqrt(m.mu * mu_i) : m.mu;
+      contacts->Add(node_i, -1, frame, gap / dt, mu, mu);
+      ContactMeta meta{contact, body_i, -1, -1, rigid_i, -1, arm_i, Vec3()};
+      meta.mesh = t_body_[t];
+      meta_.push_back(meta);
+    }
+  }
 }
 
 void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
@@ -373,11 +602,11 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
       }
     }
   }
-  // FEM surface vertices against FEM surface triangles (other bodies, and self-contact)
-  for (std::size_t f = 0; f < fem_.size(); ++f)
-    for (std::size_t g = 0; g < fem_.size(); ++g)
-      if (f != g || fem_[f]->self_contact) DetectFemFem(f, g, fem_x, fem_v, contacts, vn);
-  // cable segment centres (radius r) against the static world, cable links against each other
+  // points (FEM surface vertices, cable centres, rigid samples) against triangles (FEM surfaces,
+  // static meshes) on the backend
+  DetectTriangles(fem_x, contacts, vn);
+  // cable segment centres (radius r) against the static world and the rigid bodies, cable links
+  // against each other
   std::vector<std::vector<Scalar>> rod_x(rods_.size()), rod_v(rods_.size());
   for (std::size_t c = 0; c < rods_.size(); ++c) {
     const RodBody& rb = *rods_[c];
@@ -389,6 +618,17 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     for (Index seg = 0; seg < rb.model->num_segments(); ++seg) {
       const Vec3 p = LoadVec3(rod_x[c].data(), seg), vp = LoadVec3(rod_v[c].data(), 2 * seg);
       NodeStaticContacts(offset + 2 * seg, p, vp, radius, body_id, contacts);
+      for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+        const RigidBody& body = rigid_.body(k);
+        const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
+        const Scalar gap = prox.distance - radius;
+        const Vec3 vq = body.v + Cross(body.omega, prox.point - body.x);
+        if (gap > Norm(vp - vq) * dt + margin0) continue;
+        const Index nj = add_rigid_point(k, prox.point);
+        const Scalar mu = std::sqrt(rb.mu * body.mu1);
+        contacts->Add(offset + 2 * seg, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), gap / dt, mu, mu);
+        meta_.push_back({p - radius * prox.normal, body_id, BodyId(0, k), -1, -1, k, Vec3(), prox.point - body.x});
+      }
     }
   }
   for (std::size_t a = 0; a < rods_.size(); ++a)
@@ -477,78 +717,6 @@ void World::DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::ve
       contacts->Add(ni, nj, RotateTangents(ContactFrame(n), tangent_rotation_), gap / dt, mu, mu);
       meta_.push_back({pp - ra * n, body_a, body_b, -1, -1, -1, Vec3(), Vec3()});
     }
-  }
-}
-
-void World::DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::vector<Scalar>>& x,
-                         const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn) {
-  const FemBody& fa = *fem_[f];
-  const FemBody& fb = *fem_[g];
-  if (fb.tris.empty()) return;
-  const Scalar dt = params_.dt, margin0 = params_.contact_margin;
-  const Index off_a = system_->part_offset(fa.part), off_b = system_->part_offset(fb.part);
-  const std::vector<Scalar>&xa = x[f], &va = v[f], &xb = x[g], &vb = v[g];
-  const Index body_a = BodyId(1, static_cast<Index>(f)), body_b = BodyId(1, static_cast<Index>(g));
-  // triangle boxes grown by the largest detection reach (speeds of both sides) or the depth limit
-  Scalar speed_a = 0, speed_b = 0;
-  for (Index i : fa.surface) speed_a = std::max(speed_a, Norm(LoadVec3(va.data(), i)));
-  for (Index i : fb.surface) speed_b = std::max(speed_b, Norm(LoadVec3(vb.data(), i)));
-  const Scalar reach = std::max(margin0 + dt * (speed_a + speed_b), fb.depth_limit);
-  const std::size_t nt = fb.tris.size() / 3;
-  std::vector<Aabb> boxes(nt);
-  for (std::size_t t = 0; t < nt; ++t) {
-    for (int k = 0; k < 3; ++k) boxes[t].Grow(LoadVec3(xb.data(), fb.tris[3 * t + k]));
-    boxes[t].Inflate(reach);
-  }
-  AabbGrid grid;
-  grid.Build(boxes);
-  std::vector<Index> candidates;
-  for (Index i : fa.surface) {
-    const Vec3 p = LoadVec3(xa.data(), i), vp = LoadVec3(va.data(), i);
-    grid.Query(p, &candidates);
-    // the closest admissible triangle: one contact per vertex and body
-    Scalar best_gap = std::numeric_limits<Scalar>::infinity();
-    Index best_t = -1;
-    Vec3 best_w, best_n;
-    for (Index t : candidates) {
-      const Index* tri = fb.tris.data() + 3 * std::size_t(t);
-      if (f == g && (fa.Adjacent(i, tri[0]) || fa.Adjacent(i, tri[1]) || fa.Adjacent(i, tri[2]))) continue;
-      const Vec3 a = LoadVec3(xb.data(), tri[0]), b = LoadVec3(xb.data(), tri[1]), c = LoadVec3(xb.data(), tri[2]);
-      Vec3 nrm = Cross(b - a, c - a);
-      if (Norm(nrm) <= 0) continue;
-      nrm = Normalized(nrm);
-      const Vec3 w = ClosestOnTriangle(p, a, b, c);
-      const Vec3 d = p - (w[0] * a + w[1] * b + w[2] * c);
-      const Scalar s = Dot(nrm, d);
-      Scalar gap;
-      Vec3 n;
-      if (w[0] > 0 && w[1] > 0 && w[2] > 0) {
-        // over the face: signed distance along the face normal, down to the depth limit
-        if (s < -fb.depth_limit) continue;
-        gap = s;
-        n = nrm;
-      } else {
-        // beyond an edge or a corner: outside only, within 60 degrees of the face normal
-        const Scalar dist = Norm(d);
-        if (!(dist > 0) || s < Scalar(0.5) * dist) continue;
-        gap = dist;
-        n = (1 / dist) * d;
-      }
-      const Vec3 vq = w[0] * LoadVec3(vb.data(), tri[0]) + w[1] * LoadVec3(vb.data(), tri[1]) + w[2] * LoadVec3(vb.data(), tri[2]);
-      if (gap > Norm(vp - vq) * dt + margin0 || gap >= best_gap) continue;
-      best_gap = gap;
-      best_t = t;
-      best_w = w;
-      best_n = n;
-    }
-    if (best_t < 0) continue;
-    const Index* tri = fb.tris.data() + 3 * std::size_t(best_t);
-    const Index hosts[3] = {off_b + tri[0], off_b + tri[1], off_b + tri[2]};
-    const Scalar weights[3] = {best_w[0], best_w[1], best_w[2]};
-    const Index node = AddBarycentricNode(3, hosts, weights, vn);
-    const Scalar mu = f == g ? fa.mu : std::sqrt(fa.mu * fb.mu);
-    contacts->Add(off_a + i, node, RotateTangents(ContactFrame(best_n), tangent_rotation_), best_gap / dt, mu, mu);
-    meta_.push_back({p, body_a, body_b, -1, -1, -1, Vec3(), Vec3()});
   }
 }
 
@@ -688,6 +856,7 @@ StepStats World::Step() {
     rec.body_i = meta_[m].body_i;
     rec.body_j = meta_[m].body_j;
     rec.shape = meta_[m].shape;
+    rec.mesh = meta_[m].mesh;
     records_.push_back(rec);
   }
   time_ += dt;

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "condsim/backend.h"
+#include "models/collision/detector.h"
 #include "models/collision/static_world.h"
 #include "models/cond/cond_solver.h"
 #include "models/fem/fem_model.h"
+#include "models/fem/mesh_io.h"
 #include "models/rigid/rigid_model.h"
 #include "models/rod/rod_model.h"
 #include "models/system/system_matrix.h"
@@ -44,7 +46,8 @@ struct ContactRecord {
   Vec3 force;        // the same in the world frame, acting on body i (body j gets -force) [N]
   Index body_i = -1;  // body ids (World::AddRigid / AddFem order); -1: the static world
   Index body_j = -1;
-  Index shape = -1;   // the static shape when body_j = -1
+  Index shape = -1;   // the static shape when body_j = -1 (AddStatic's id)
+  Index mesh = -1;    // the static triangle mesh when body_j = -1 (AddStaticMesh's id)
 };
 
 // total contact force and torque on a body [N], [N m] (torque about the rigid body's centre of
@@ -67,6 +70,11 @@ class World {
 
   // scene building (before the first Step); returns the shape / body id
   Index AddStatic(const StaticShape& shape);
+  // a static triangle mesh (world coordinates, outward counter-clockwise triangles) with friction
+  // mu; returns its mesh id. Nodes, cable centres and rigid samples touch its triangles
+  // (docs/collision.md, "Detection on the backend"); keep its triangles near the size of the
+  // bodies' features (the grid cell follows the largest triangles).
+  Index AddStaticMesh(const SurfaceMesh& mesh, Scalar mu = 0.5, const std::string& name = "static mesh");
   Index AddRigid(const RigidBody& body);
   // an FEM body with friction mu against other FEM bodies (and itself when self_contact)
   Index AddFem(const TetMesh& mesh, const FemMaterial& material, const std::string& name = "fem body",
@@ -125,9 +133,9 @@ class World {
   void NodeStaticContacts(Index node, const Vec3& p, const Vec3& vp, Scalar radius, Index body, ContactSet* contacts);
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
-  // FEM surface vertices of body f against the surface triangles of body g (f == g: self-contact)
-  void DetectFemFem(std::size_t f, std::size_t g, const std::vector<std::vector<Scalar>>& x,
-                    const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn);
+  // the backend detector (points vs triangles): its scene at Finalize, its contacts each step
+  void BuildDetector();
+  void DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, ContactSet* contacts, VirtualNodeSet* vn);
   // cable links against cable links (a == b: self-contact)
   void DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
                     const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn);
@@ -146,6 +154,21 @@ class World {
   Backend* backend_;
   WorldParams params_;
   std::vector<StaticShape> statics_;
+  struct StaticMesh {
+    std::string name;
+    std::vector<Scalar> x;
+    std::vector<Index> tri;
+    Scalar mu = 0.5, depth_limit = 0;
+  };
+  std::vector<StaticMesh> meshes_;
+  // the detector's vertices: FEM surfaces, cable centres, rigid samples, mesh vertices; per query
+  // its kind (0 rigid, 1 FEM, 2 cable), index in its kind and local node / segment / sample
+  std::unique_ptr<Detector> detector_;
+  std::vector<Index> q_kind_, q_body_, q_local_;
+  std::vector<Index> t_owner_kind_, t_body_, t_nodes_;  // per triangle: 1 FEM / 3 mesh, its index, 3 local vertices
+  std::vector<Array<Index>> gather_x_, gather_v_;       // per FEM body, then per cable
+  std::vector<Index> gather_offset_;
+  Index rigid_vertex_offset_ = 0;
   std::vector<RigidBody> rigid_init_;
   std::vector<Joint> joints_;               // rigid-body indices (not body ids)
   std::vector<std::pair<Index, Index>> jointed_;  // rigid pairs (i < j) sharing a joint, sorted
@@ -168,6 +191,7 @@ class World {
     Index body_i, body_j, shape;
     Index rigid_i, rigid_j;  // rigid body of a virtual-node side, else -1
     Vec3 arm_i, arm_j;       // contact point - centre of mass on those sides
+    Index mesh = -1;
   };
   BarycentricNodes bary_;    // this step's virtual nodes on FEM triangles
   std::vector<ContactMeta> meta_;

@@ -1,0 +1,286 @@
+// Device operations of the point-vs-triangle detection (models/collision/detector.h): the
+// uniform-grid broad phase over triangle boxes (cell keys, counts, fill; the backend sorts the
+// (key, triangle) pairs) and the narrow phase per query point (closest admissible triangle per
+// owner, in a canonical order). One source for the CPU and the GPU (CONDSIM_HD functors).
+#pragma once
+
+#include <cstdint>
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+#include "models/collision/primitives.h"
+
+namespace condsim {
+
+// at most this many owners (bodies, meshes) touched by one query point per step
+constexpr int kDetectSlots = 4;
+
+// cell coordinate: floor(x / h), clamped to 21 bits around 0
+CONDSIM_HD_INLINE std::int64_t DetectCell(Scalar x, Scalar inv_h) {
+  const Scalar c = std::floor(x * inv_h);
+  const Scalar lim = Scalar((1 << 20) - 1);
+  return static_cast<std::int64_t>(c < -lim ? -lim : (c > lim ? lim : c));
+}
+
+// a cell's key: three 21-bit fields, offset to be non-negative
+CONDSIM_HD_INLINE std::uint64_t DetectKey(std::int64_t ix, std::int64_t iy, std::int64_t iz) {
+  const std::int64_t o = std::int64_t(1) << 20;
+  return (std::uint64_t(ix + o) << 42) | (std::uint64_t(iy + o) << 21) | std::uint64_t(iz + o);
+}
+
+// the scene as the kernels see it: vertices (positions, velocities, owner), triangles (three
+// vertices, owner), query points (a vertex and a radius), owners (self-contact flag, depth
+// limit) and the adjacency of vertices that may not touch each other's triangles
+struct DetectView {
+  const Scalar* x;          // 3 per vertex [m]
+  const Scalar* v;          // 3 per vertex [m/s]
+  const Index* owner;       // per vertex
+  const Index* tri;         // 3 per triangle
+  const Index* tri_owner;   // per triangle
+  const Index* query;       // per query: its vertex
+  const Scalar* radius;     // per query [m]
+  const unsigned char* self_contact;  // per owner
+  const Scalar* depth_limit;          // per owner [m]
+  const Index* adj_ptr;     // per vertex: adj[adj_ptr[i] .. adj_ptr[i+1]) sorted
+  const Index* adj;
+};
+
+// per triangle: its box grown by `reach` (the detection reach of every query plus the largest
+// radius) or its owner's depth limit plus that radius; lo/hi 3 each, ext = the largest side
+struct TriangleBoxOp {
+  DetectView s;
+  Scalar reach, max_radius;
+  Scalar* lo;
+  Scalar* hi;
+  Scalar* ext;
+  CONDSIM_HD_INLINE void operator()(Index t) const {
+    const Index* tv = s.tri + 3 * std::int64_t(t);
+    Vec3 a = LoadVec3(s.x, tv[0]), b = a;
+    for (int k = 1; k < 3; ++k) {
+      const Vec3 p = LoadVec3(s.x, tv[k]);
+      for (int d = 0; d < 3; ++d) {
+        a[d] = p[d] < a[d] ? p[d] : a[d];
+        b[d] = p[d] > b[d] ? p[d] : b[d];
+      }
+    }
+    const Scalar dl = s.depth_limit[s.tri_owner[t]] + max_radius;
+    const Scalar grow = reach > dl ? reach : dl;
+    Scalar e = 0;
+    for (int d = 0; d < 3; ++d) {
+      a[d] -= grow;
+      b[d] += grow;
+      e = b[d] - a[d] > e ? b[d] - a[d] : e;
+    }
+    StoreVec3(lo, t, a);
+    StoreVec3(hi, t, b);
+    ext[t] = e;
+  }
+};
+
+// per triangle: the number of cells its box covers
+struct CellCountOp {
+  const Scalar* lo;
+  const Scalar* hi;
+  Scalar inv_h;
+  Index* count;
+  CONDSIM_HD_INLINE void operator()(Index t) const {
+    Index n = 1;
+    for (int d = 0; d < 3; ++d)
+      n *= Index(DetectCell(hi[3 * std::int64_t(t) + d], inv_h) - DetectCell(lo[3 * std::int64_t(t) + d], inv_h) + 1);
+    count[t] = n;
+  }
+};
+
+// per triangle: its (cell key, triangle) pairs from offset[t] on, in x-y-z cell order
+struct CellFillOp {
+  const Scalar* lo;
+  const Scalar* hi;
+  Scalar inv_h;
+  const Index* offset;
+  std::uint64_t* keys;
+  Index* items;
+  CONDSIM_HD_INLINE void operator()(Index t) const {
+    const std::int64_t b = 3 * std::int64_t(t);
+    Index k = offset[t];
+    for (std::int64_t ix = DetectCell(lo[b], inv_h); ix <= DetectCell(hi[b], inv_h); ++ix)
+      for (std::int64_t iy = DetectCell(lo[b + 1], inv_h); iy <= DetectCell(hi[b + 1], inv_h); ++iy)
+        for (std::int64_t iz = DetectCell(lo[b + 2], inv_h); iz <= DetectCell(hi[b + 2], inv_h); ++iz) {
+          keys[k] = DetectKey(ix, iy, iz);
+          items[k] = t;
+          ++k;
+        }
+  }
+};
+
+// one query's contact with one owner: the closest admissible triangle
+struct DetectSlot {
+  Index tri;     // -1: empty
+  Index owner;
+  Scalar gap;    // distance less the query's radius [m] (negative: penetration)
+  Vec3 w;        // barycentric weights of the closest point on the triangle
+  Vec3 n;        // unit normal, from the triangle towards the query point
+};
+
+// per query: the candidates in its cell (sorted keys: binary search), the narrow phase, and its
+// slots (kDetectSlots per query, sorted by owner; tri = -1 when unused). A candidate is
+// admissible when its owner differs from the query's, or equals it with self-contact on and no
+// triangle vertex adjacent to the query's vertex. For p and a triangle with outward normal n_T
+// and closest point q = sum w_a x_a: over the face (all w_a > 0) gap = n_T . (p - q) - r, down to
+// -depth_limit - r; beyond an edge or corner gap = |p - q| - r, only from outside within 60 deg of
+// n_T; a contact when gap <= |v_p - v_q| t + margin. Ties break by the lower triangle index.
+struct PointQueryOp {
+  DetectView s;
+  const std::uint64_t* keys;
+  const Index* items;
+  Index num_pairs;
+  Scalar inv_h, dt, margin;
+  Index* slot_tri;
+  Index* slot_owner;
+  Scalar* slot_gap;
+  Scalar* slot_w;   // 3 per slot
+  Scalar* slot_n;   // 3 per slot
+  Index* count;     // per query: used slots
+  CONDSIM_HD_INLINE bool Adjacent(Index i, Index j) const {
+    Index lo = s.adj_ptr[i], hi = s.adj_ptr[i + 1];
+    while (lo < hi) {
+      const Index mid = lo + (hi - lo) / 2;
+      if (s.adj[mid] < j) lo = mid + 1; else hi = mid;
+    }
+    return lo < s.adj_ptr[i + 1] && s.adj[lo] == j;
+  }
+  CONDSIM_HD void operator()(Index q) const {
+    const Index vi = s.query[q];
+    const Vec3 p = LoadVec3(s.x, vi), vp = LoadVec3(s.v, vi);
+    const Scalar r = s.radius[q];
+    const Index own = s.owner[vi];
+    DetectSlot slot[kDetectSlots];
+    for (int k = 0; k < kDetectSlots; ++k) slot[k].tri = -1;
+    // the candidates: pairs with the query's cell key
+    const std::uint64_t key = DetectKey(DetectCell(p[0], inv_h), DetectCell(p[1], inv_h), DetectCell(p[2], inv_h));
+    Index lo = 0, hi = num_pairs;
+    while (lo < hi) {
+      const Index mid = lo + (hi - lo) / 2;
+      if (keys[mid] < key) lo = mid + 1; else hi = mid;
+    }
+    for (Index c = lo; c < num_pairs && keys[c] == key; ++c) {
+      const Index t = items[c];
+      const Index* tv = s.tri + 3 * std::int64_t(t);
+      const Index to = s.tri_owner[t];
+      if (to == own && (!s.self_contact[own] || tv[0] == vi || tv[1] == vi || tv[2] == vi || Adjacent(vi, tv[0]) ||
+                        Adjacent(vi, tv[1]) || Adjacent(vi, tv[2])))
+        continue;
+      const Vec3 a = LoadVec3(s.x, tv[0]), b = LoadVec3(s.x, tv[1]), cc = LoadVec3(s.x, tv[2]);
+      Vec3 nrm = Cross(b - a, cc - a);
+      const Scalar area2 = Norm(nrm);
+      if (!(area2 > 0)) continue;
+      nrm = (Scalar(1) / area2) * nrm;
+      const Vec3 w = ClosestOnTriangle(p, a, b, cc);
+      const Vec3 d = p - (w[0] * a + w[1] * b + w[2] * cc);
+      const Scalar sd = Dot(nrm, d);
+      Scalar gap;
+      Vec3 n;
+      if (w[0] > 0 && w[1] > 0 && w[2] > 0) {
+        if (sd < -s.depth_limit[to]) continue;
+        gap = sd - r;
+        n = nrm;
+      } else {
+        const Scalar dist = Norm(d);
+        if (!(dist > 0) || sd < Scalar(0.5) * dist) continue;
+        gap = dist - r;
+        n = (Scalar(1) / dist) * d;
+      }
+      const Vec3 vq = w[0] * LoadVec3(s.v, tv[0]) + w[1] * LoadVec3(s.v, tv[1]) + w[2] * LoadVec3(s.v, tv[2]);
+      if (gap > Norm(vp - vq) * dt + margin) continue;
+      // the owner's slot: keep the closer (then lower-index) triangle; a new owner takes a free
+      // slot or displaces the farthest one
+      int k = 0;
+      while (k < kDetectSlots && slot[k].tri >= 0 && slot[k].owner != to) ++k;
+      if (k == kDetectSlots) {
+        k = 0;
+        for (int m = 1; m < kDetectSlots; ++m)
+          if (slot[m].gap > slot[k].gap || (slot[m].gap == slot[k].gap && slot[m].owner > slot[k].owner)) k = m;
+        if (!(gap < slot[k].gap)) continue;
+      } else if (slot[k].tri >= 0 && !(gap < slot[k].gap || (gap == slot[k].gap && t < slot[k].tri))) {
+        continue;
+      }
+      slot[k].tri = t;
+      slot[k].owner = to;
+      slot[k].gap = gap;
+      slot[k].w = w;
+      slot[k].n = n;
+    }
+    // canonical order within the query: used slots by owner
+    for (int i = 1; i < kDetectSlots; ++i)
+      for (int j = i; j > 0; --j) {
+        const bool swap = slot[j].tri >= 0 && (slot[j - 1].tri < 0 || slot[j].owner < slot[j - 1].owner);
+        if (!swap) break;
+        const DetectSlot tmp = slot[j];
+        slot[j] = slot[j - 1];
+        slot[j - 1] = tmp;
+      }
+    Index used = 0;
+    for (int k = 0; k < kDetectSlots; ++k) {
+      const std::int64_t o = std::int64_t(q) * kDetectSlots + k;
+      slot_tri[o] = slot[k].tri;
+      slot_owner[o] = slot[k].owner;
+      slot_gap[o] = slot[k].gap;
+      StoreVec3(slot_w, o, slot[k].w);
+      StoreVec3(slot_n, o, slot[k].n);
+      used += slot[k].tri >= 0 ? 1 : 0;
+    }
+    count[q] = used;
+  }
+};
+
+// per query: its used slots to the compact list from offset[q] (query order, then owner order)
+struct SlotCompactOp {
+  const Index* slot_tri;
+  const Index* slot_owner;
+  const Scalar* slot_gap;
+  const Scalar* slot_w;
+  const Scalar* slot_n;
+  const Index* offset;
+  Index* out_query;
+  Index* out_tri;
+  Scalar* out_gap;
+  Scalar* out_w;
+  Scalar* out_n;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    Index k = offset[q];
+    for (int m = 0; m < kDetectSlots; ++m) {
+      const std::int64_t o = std::int64_t(q) * kDetectSlots + m;
+      if (slot_tri[o] < 0) continue;
+      out_query[k] = q;
+      out_tri[k] = slot_tri[o];
+      out_gap[k] = slot_gap[o];
+      StoreVec3(out_w, k, LoadVec3(slot_w, o));
+      StoreVec3(out_n, k, LoadVec3(slot_n, o));
+      ++k;
+    }
+  }
+};
+
+// dst vertices [offset, offset + n) from a body's positions x[idx_x[k]] and velocities
+// v[idx_v[k]] (3 each; a cable's centre k has its velocity at node 2k)
+struct GatherVerticesOp {
+  const Index* idx_x;
+  const Index* idx_v;
+  const Scalar* x;
+  const Scalar* v;
+  Index offset;
+  Scalar* dst_x;
+  Scalar* dst_v;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    StoreVec3(dst_x, offset + k, LoadVec3(x, idx_x[k]));
+    StoreVec3(dst_v, offset + k, LoadVec3(v, idx_v[k]));
+  }
+};
+
+// |v| per vertex (the detection reach needs the largest speed)
+struct SpeedOp {
+  const Scalar* v;
+  Scalar* speed;
+  CONDSIM_HD_INLINE void operator()(Index i) const { speed[i] = Norm(LoadVec3(v, i)); }
+};
+
+}  // namespace condsim

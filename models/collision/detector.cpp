@@ -1,0 +1,142 @@
+// Point-vs-triangle detection: grid build, candidate queries and compaction on the backend.
+#include "models/collision/detector.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "condsim/error.h"
+#include "models/collision/detect_kernels.h"
+
+namespace condsim {
+
+void DetectScene::Validate() const {
+  const Index nv = num_vertices(), no = num_owners();
+  CONDSIM_CHECK(tri.size() == 3 * tri_owner.size(), "detection: tri needs 3 vertices per triangle owner");
+  CONDSIM_CHECK(radius.size() == query.size(), "detection: one radius per query point");
+  CONDSIM_CHECK(depth_limit.size() == self_contact.size(), "detection: depth_limit and self_contact per owner");
+  for (Index o : vertex_owner) CONDSIM_CHECK(o >= 0 && o < no, "detection: vertex owner " << o << " out of range");
+  for (Index o : tri_owner) CONDSIM_CHECK(o >= 0 && o < no, "detection: triangle owner " << o << " out of range");
+  for (Index v : tri) CONDSIM_CHECK(v >= 0 && v < nv, "detection: triangle vertex " << v << " out of range");
+  for (Index v : query) CONDSIM_CHECK(v >= 0 && v < nv, "detection: query vertex " << v << " out of range");
+  for (Scalar r : radius) CONDSIM_CHECK(std::isfinite(r) && r >= 0, "detection: query radius must be >= 0 [m]");
+  for (Scalar d : depth_limit) CONDSIM_CHECK(std::isfinite(d) && d >= 0, "detection: depth limit must be >= 0 [m]");
+  CONDSIM_CHECK(adj_ptr.empty() || (adj_ptr.size() == std::size_t(nv) + 1 && adj_ptr.front() == 0 &&
+                                    std::size_t(adj_ptr.back()) == adj.size()),
+                "detection: adj_ptr needs one entry per vertex plus one");
+  for (std::size_t i = 0; i + 1 < adj_ptr.size(); ++i)
+    CONDSIM_CHECK(std::is_sorted(adj.begin() + adj_ptr[i], adj.begin() + adj_ptr[i + 1]),
+                  "detection: adjacency of vertex " << i << " must be sorted");
+}
+
+Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backend), scene_(scene) {
+  scene_.Validate();
+  if (scene_.adj_ptr.empty()) scene_.adj_ptr.assign(std::size_t(scene_.num_vertices()) + 1, 0);
+  kernels_ = MakeDetectKernels(*backend);
+  const Index nv = scene_.num_vertices(), nt = static_cast<Index>(scene_.tri_owner.size());
+  const Index nq = static_cast<Index>(scene_.query.size());
+  x_ = Array<Scalar>(backend, 3 * nv);
+  v_ = Array<Scalar>(backend, std::vector<Scalar>(3 * std::size_t(nv), 0));
+  speed_ = Array<Scalar>(backend, nv);
+  owner_ = Array<Index>(backend, scene_.vertex_owner);
+  tri_ = Array<Index>(backend, scene_.tri);
+  tri_owner_ = Array<Index>(backend, scene_.tri_owner);
+  query_ = Array<Index>(backend, scene_.query);
+  radius_ = Array<Scalar>(backend, scene_.radius);
+  self_ = Array<unsigned char>(backend, scene_.self_contact);
+  depth_limit_ = Array<Scalar>(backend, scene_.depth_limit);
+  adj_ptr_ = Array<Index>(backend, scene_.adj_ptr);
+  adj_ = Array<Index>(backend, scene_.adj);
+  lo_ = Array<Scalar>(backend, 3 * nt);
+  hi_ = Array<Scalar>(backend, 3 * nt);
+  ext_ = Array<Scalar>(backend, nt);
+  count_ = Array<Index>(backend, nt);
+  offset_ = Array<Index>(backend, nt);
+  slot_tri_ = Array<Index>(backend, kDetectSlots * nq);
+  slot_owner_ = Array<Index>(backend, kDetectSlots * nq);
+  slot_gap_ = Array<Scalar>(backend, kDetectSlots * nq);
+  slot_w_ = Array<Scalar>(backend, 3 * kDetectSlots * nq);
+  slot_n_ = Array<Scalar>(backend, 3 * kDetectSlots * nq);
+  qcount_ = Array<Index>(backend, nq);
+  qoffset_ = Array<Index>(backend, nq);
+  for (Scalar r : scene_.radius) max_radius_ = std::max(max_radius_, r);
+}
+
+Detector::~Detector() = default;
+
+void Detector::Gather(Index offset, const Array<Index>& idx_x, const Array<Index>& idx_v, const Array<Scalar>& x,
+                      const Array<Scalar>& v) {
+  CONDSIM_CHECK(idx_x.size() == idx_v.size(), "detection: gather needs as many velocity as position indices");
+  CONDSIM_CHECK(offset >= 0 && offset + idx_x.size() <= scene_.num_vertices(), "detection: gather beyond the vertices");
+  kernels_->Run(idx_x.size(), GatherVerticesOp{idx_x.data(), idx_v.data(), x.data(), v.data(), offset, x_.data(), v_.data()});
+}
+
+void Detector::Upload(Index offset, const std::vector<Scalar>& x, const std::vector<Scalar>& v) {
+  CONDSIM_CHECK(x.size() == v.size() && x.size() % 3 == 0, "detection: upload needs 3 values per vertex for x and v");
+  const Index n = static_cast<Index>(x.size() / 3);
+  CONDSIM_CHECK(offset >= 0 && offset + n <= scene_.num_vertices(), "detection: upload beyond the vertices");
+  if (n == 0) return;
+  backend_->CopyFromHost(x_.data() + 3 * std::int64_t(offset), x.data(), sizeof(Scalar) * x.size());
+  backend_->CopyFromHost(v_.data() + 3 * std::int64_t(offset), v.data(), sizeof(Scalar) * v.size());
+}
+
+const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
+  CONDSIM_CHECK(std::isfinite(dt) && dt > 0 && std::isfinite(margin) && margin >= 0, "detection: dt > 0 and margin >= 0");
+  result_ = DetectResult();
+  num_pairs_ = 0;
+  const Index nt = tri_owner_.size(), nq = query_.size(), nv = scene_.num_vertices();
+  if (nt == 0 || nq == 0) return result_;
+  const DetectView view{x_.data(),     v_.data(),   owner_.data(),       tri_.data(),     tri_owner_.data(), query_.data(),
+                        radius_.data(), self_.data(), depth_limit_.data(), adj_ptr_.data(), adj_.data()};
+  // reach: a contact needs gap <= |v_p - v_q| t + margin <= 2 max|v| t + margin
+  CONDSIM_CHECK(std::isfinite(backend_->MaxAbs(x_)), "detection: a vertex position is NaN or infinite");
+  kernels_->Run(nv, SpeedOp{v_.data(), speed_.data()});
+  const Scalar vmax = backend_->MaxAbs(speed_);
+  CONDSIM_CHECK(std::isfinite(vmax), "detection: a vertex velocity is NaN or infinite");
+  const Scalar reach = margin + 2 * vmax * dt + max_radius_;
+  kernels_->Run(nt, TriangleBoxOp{view, reach, max_radius_, lo_.data(), hi_.data(), ext_.data()});
+  const Scalar largest = backend_->MaxAbs(ext_);
+  // cell: a quarter of the largest box or twice the RMS box, whichever is larger (a box spans at
+  // most 5 cells per axis; one huge static triangle does not make the grid a single cell)
+  const Scalar rms = std::sqrt(backend_->Dot(ext_, ext_) / Scalar(nt));
+  cell_ = std::max({largest / 4, 2 * rms, Scalar(1e-9)});
+  const Scalar inv_h = 1 / cell_;
+  // grid: (cell key, triangle) pairs sorted by key, triangles ascending within a cell
+  kernels_->Run(nt, CellCountOp{lo_.data(), hi_.data(), inv_h, count_.data()});
+  num_pairs_ = backend_->ExclusiveScan(nt, count_, &offset_);
+  if (keys_.size() < num_pairs_) {
+    keys_ = Array<std::uint64_t>(backend_, num_pairs_ + num_pairs_ / 2);
+    items_ = Array<Index>(backend_, keys_.size());
+  }
+  kernels_->Run(nt, CellFillOp{lo_.data(), hi_.data(), inv_h, offset_.data(), keys_.data(), items_.data()});
+  backend_->SortPairs(num_pairs_, &keys_, &items_);
+  // narrow phase per query, then the used slots compacted in query order
+  kernels_->Run(nq, PointQueryOp{view, keys_.data(), items_.data(), num_pairs_, inv_h, dt, margin, slot_tri_.data(),
+                                 slot_owner_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(), qcount_.data()});
+  const Index total = backend_->ExclusiveScan(nq, qcount_, &qoffset_);
+  if (total == 0) return result_;
+  if (out_query_.size() < total) {
+    const Index cap = total + total / 2;
+    out_query_ = Array<Index>(backend_, cap);
+    out_tri_ = Array<Index>(backend_, cap);
+    out_gap_ = Array<Scalar>(backend_, cap);
+    out_w_ = Array<Scalar>(backend_, 3 * cap);
+    out_n_ = Array<Scalar>(backend_, 3 * cap);
+  }
+  kernels_->Run(nq, SlotCompactOp{slot_tri_.data(), slot_owner_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(),
+                                  qoffset_.data(), out_query_.data(), out_tri_.data(), out_gap_.data(), out_w_.data(),
+                                  out_n_.data()});
+  // download the compact list only
+  result_.query.resize(total);
+  result_.tri.resize(total);
+  result_.gap.resize(total);
+  result_.w.resize(3 * std::size_t(total));
+  result_.n.resize(3 * std::size_t(total));
+  backend_->CopyToHost(result_.query.data(), out_query_.data(), sizeof(Index) * std::size_t(total));
+  backend_->CopyToHost(result_.tri.data(), out_tri_.data(), sizeof(Index) * std::size_t(total));
+  backend_->CopyToHost(result_.gap.data(), out_gap_.data(), sizeof(Scalar) * std::size_t(total));
+  backend_->CopyToHost(result_.w.data(), out_w_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  backend_->CopyToHost(result_.n.data(), out_n_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  return result_;
+}
+
+}  // namespace condsim

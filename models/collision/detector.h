@@ -1,0 +1,85 @@
+// Point-vs-triangle contact detection on the backend (CPU or GPU, one algorithm): query points
+// with radii (FEM surface vertices, cable segment centres, rigid surface samples) against
+// triangles (FEM surface triangles, static triangle meshes), each vertex and triangle belonging
+// to an owner (a body or a mesh). Every Detect() builds a uniform grid over the triangles' boxes
+// (cell: max(largest box / 4, 2 x RMS box)), sorts its (cell key, triangle) pairs, and
+// runs the narrow phase per query (PointQueryOp: one contact per query and owner, the closest
+// admissible triangle). Output in canonical order — by query, then owner — so it depends on
+// neither threads nor timing; CPU and CUDA give the same contact set. SI units.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "condsim/backend.h"
+#include "condsim/math.h"
+
+namespace condsim {
+
+class DetectKernels;
+
+// the scene's topology (fixed for the detector's life)
+struct DetectScene {
+  std::vector<Index> vertex_owner;          // per vertex
+  std::vector<Index> tri;                   // 3 vertices per triangle, outward (counter-clockwise)
+  std::vector<Index> tri_owner;             // per triangle
+  std::vector<Index> query;                 // per query point: its vertex
+  std::vector<Scalar> radius;               // per query point [m]
+  std::vector<unsigned char> self_contact;  // per owner: its queries may touch its own triangles
+  std::vector<Scalar> depth_limit;          // per owner: deepest face penetration detected [m]
+  std::vector<Index> adj_ptr, adj;          // per vertex, sorted: vertices whose triangles it may
+                                            // not touch (self-contact); empty: none
+  Index num_vertices() const { return static_cast<Index>(vertex_owner.size()); }
+  Index num_owners() const { return static_cast<Index>(self_contact.size()); }
+  // throws condsim::Error naming the field
+  void Validate() const;
+};
+
+// the contacts of one Detect(), on the host
+struct DetectResult {
+  std::vector<Index> query, tri;  // per contact
+  std::vector<Scalar> gap;        // [m]
+  std::vector<Scalar> w, n;       // 3 per contact: weights on the triangle, normal towards the query
+  Index size() const { return static_cast<Index>(query.size()); }
+};
+
+class Detector {
+ public:
+  Detector(Backend* backend, const DetectScene& scene);
+  ~Detector();
+
+  // vertex positions and velocities (3 per vertex): fill them before Detect()
+  Array<Scalar>& x() { return x_; }
+  Array<Scalar>& v() { return v_; }
+  // vertices [offset, offset + n) from a body's positions x[idx_x[k]] and velocities
+  // v[idx_v[k]] (3 values each, on the backend)
+  void Gather(Index offset, const Array<Index>& idx_x, const Array<Index>& idx_v, const Array<Scalar>& x,
+              const Array<Scalar>& v);
+  // vertices [offset, offset + n) from the host (3 values each for x and v)
+  void Upload(Index offset, const std::vector<Scalar>& x, const std::vector<Scalar>& v);
+  // the contacts with gap <= |v_p - v_q| dt + margin (see PointQueryOp)
+  const DetectResult& Detect(Scalar dt, Scalar margin);
+  const DetectResult& result() const { return result_; }
+  // broad-phase size of the last Detect(): (cell, triangle) pairs and the cell edge [m]
+  Index num_pairs() const { return num_pairs_; }
+  Scalar cell() const { return cell_; }
+  const DetectScene& scene() const { return scene_; }
+
+ private:
+  Backend* backend_;
+  DetectScene scene_;
+  std::unique_ptr<DetectKernels> kernels_;
+  Array<Scalar> x_, v_, radius_, depth_limit_, speed_, lo_, hi_, ext_;
+  Array<Index> owner_, tri_, tri_owner_, query_, adj_ptr_, adj_, count_, offset_, items_;
+  Array<unsigned char> self_;
+  Array<std::uint64_t> keys_;
+  Array<Index> slot_tri_, slot_owner_, qcount_, qoffset_, out_query_, out_tri_;
+  Array<Scalar> slot_gap_, slot_w_, slot_n_, out_gap_, out_w_, out_n_;
+  Scalar max_radius_ = 0;
+  Index num_pairs_ = 0;
+  Scalar cell_ = 0;
+  DetectResult result_;
+};
+
+}  // namespace condsim
