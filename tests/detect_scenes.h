@@ -128,7 +128,7 @@ inline DetectResult BruteForceDetect(const DetectSceneData& d, Scalar dt, Scalar
       const Scalar sd = Dot(nrm, dd);
       Scalar gap;
       Vec3 n;
-      if (w[0] > 0 && w[1] > 0 && w[2] > 0) {
+      if (Norm(dd - sd * nrm) <= 1e-9 * std::sqrt(Norm(Cross(b - a, c - a)))) {
         if (sd < -s.depth_limit[to]) continue;
         gap = sd - s.radius[q];
         n = nrm;

@@ -125,7 +125,8 @@ struct DetectSlot {
 // slots (kDetectSlots per query, sorted by owner; tri = -1 when unused). A candidate is
 // admissible when its owner differs from the query's, or equals it with self-contact on and no
 // triangle vertex adjacent to the query's vertex. For p and a triangle with outward normal n_T
-// and closest point q = sum w_a x_a: over the face (all w_a > 0) gap = n_T . (p - q) - r, down to
+// and closest point q = sum w_a x_a: over the face (p - q parallel to n_T: p projects onto the
+// closed triangle, to 1e-9 of its size) gap = n_T . (p - q) - r, down to
 // -depth_limit - r; beyond an edge or corner gap = |p - q| - r, only from outside within 60 deg of
 // n_T; a contact when gap <= |v_p - v_q| t + margin. Ties break by the lower triangle index.
 struct PointQueryOp {
@@ -179,7 +180,9 @@ struct PointQueryOp {
       const Scalar sd = Dot(nrm, d);
       Scalar gap;
       Vec3 n;
-      if (w[0] > 0 && w[1] > 0 && w[2] > 0) {
+      // over the face: p projects onto the closed triangle (to 1e-9 of its size, so a point over
+      // a shared edge belongs to the faces, not to neither)
+      if (Norm(d - sd * nrm) <= Scalar(1e-9) * std::sqrt(area2)) {
         if (sd < -s.depth_limit[to]) continue;
         gap = sd - r;
         n = nrm;
