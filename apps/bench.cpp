@@ -13,6 +13,7 @@
 #include "apps/args.h"
 #include "condsim/backend.h"
 #include "models/cond/cond_solver.h"
+#include "models/collision/random_scene.h"
 #include "models/fem/fem_model.h"
 #include "models/mass_spring/mass_spring.h"
 #include "models/rod/rod_model.h"
@@ -190,16 +191,45 @@ int BenchRod(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, i
   return 0;
 }
 
+// `bench detect`: point-vs-triangle detection (models/collision/detector.h) on random crowded
+// scenes of box surfaces (6^3 cells each, 218 surface vertices) moving at up to 0.1 m/s, from
+// min..max vertices (factors of 10): median time of one Detect (grid build, sort, narrow phase,
+// compaction and the download of the contacts), per vertex, and the contact count
+int BenchDetect(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, Index min_nodes, Index max_nodes, int reps,
+                int threads, std::mt19937_64& rng) {
+  std::printf("%-26s %10s %10s %10s %10s %12s %10s\n", "backend", "vertices", "triangles", "pairs", "contacts", "detect_ms",
+              "ns/vertex");
+  for (Index nodes = min_nodes; nodes <= max_nodes; nodes = nodes > max_nodes / 10 ? max_nodes + 1 : nodes * 10) {
+    // 218 surface vertices per box; spread keeps the crowding (boxes fill the volume once over)
+    const int bodies = std::max(1, int(nodes / 218));
+    const Scalar size = 0.04, spread = size * std::cbrt(Scalar(bodies));
+    const DetectSceneData d = RandomDetectScene(rng, bodies, 6, size, spread, 0.1, 0.002);
+    for (const auto& [choice, format] : configs) {
+      const Target target = MakeTarget(choice, format, threads);
+      Backend& b = *target.backend;
+      Detector det(&b, d.scene);
+      det.Upload(0, d.x, d.v);
+      Index contacts = 0;
+      const double t = MedianSeconds(reps, b, [&] { contacts = det.Detect(0.01, 1e-3).size(); });
+      std::printf("%-26s %10d %10zu %10d %10d %12.3f %10.1f\n", target.name.c_str(), d.scene.num_vertices(),
+                  d.scene.tri_owner.size(), det.num_pairs(), contacts, t * 1e3, t / d.scene.num_vertices() * 1e9);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed", "--max-cables"},
+                   "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect [--backend cpu|cuda|all] [--min-rows 1e4]\n"
                  "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--min-tets 1e4]\n"
-                 "       [--max-tets 1e6] [--reps 20] [--threads N] [--seed S]\n"
+                 "       [--max-tets 1e6] [--min-nodes 1e4] [--max-nodes 1e6] [--reps 20] [--threads N] [--seed S]\n"
+                 "detect: point-vs-triangle contact detection on random crowded box surfaces, time per\n"
+                 "Detect() and per vertex.\n"
                  "fem: co-rotational FEM assembly per step on box meshes, time per assembly and per element.\n"
                  "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
                  "(--max-cables N caps the batch).\n"
@@ -211,8 +241,8 @@ int RunBench(const std::vector<std::string>& argv) {
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
-  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod") {
-    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod)");
+  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod" && what != "detect") {
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect)");
   }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
@@ -240,6 +270,10 @@ int RunBench(const std::vector<std::string>& argv) {
   if (which != "cpu" && which != "cuda" && which != "all") throw Error("bench: --backend must be cpu, cuda or all");
 
   std::printf("# condsim bench %s: median of %d reps, Scalar = %zu bytes\n", what.c_str(), reps, sizeof(Scalar));
+  if (what == "detect") {
+    return BenchDetect(configs, Index(args.GetInt("--min-nodes", 10000, 100, 100000000)),
+                       Index(args.GetInt("--max-nodes", 1000000, 100, 100000000)), reps, threads, rng);
+  }
   if (what == "rod") return BenchRod(configs, reps, threads, Index(args.GetInt("--max-cables", 4096, 1, 1000000)));
   if (what == "fem") {
     return BenchFem(configs, Index(args.GetInt("--min-tets", 10000, 6, 100000000)),

@@ -131,6 +131,8 @@ struct DetectSlot {
 // n_T; a contact when gap <= |v_p - v_q| t + margin. Ties break by the lower triangle index.
 struct PointQueryOp {
   DetectView s;
+  const Scalar* box_lo;  // the triangles' grown boxes (TriangleBoxOp): a point outside cannot touch
+  const Scalar* box_hi;
   const std::uint64_t* keys;
   const Index* items;
   Index num_pairs;
@@ -165,7 +167,11 @@ struct PointQueryOp {
     }
     for (Index c = lo; c < num_pairs && keys[c] == key; ++c) {
       const Index t = items[c];
-      const Index* tv = s.tri + 3 * std::int64_t(t);
+      const std::int64_t b3 = 3 * std::int64_t(t);
+      if (p[0] < box_lo[b3] || p[0] > box_hi[b3] || p[1] < box_lo[b3 + 1] || p[1] > box_hi[b3 + 1] || p[2] < box_lo[b3 + 2] ||
+          p[2] > box_hi[b3 + 2])
+        continue;
+      const Index* tv = s.tri + b3;
       const Index to = s.tri_owner[t];
       if (to == own && (!s.self_contact[own] || tv[0] == vi || tv[1] == vi || tv[2] == vi || Adjacent(vi, tv[0]) ||
                         Adjacent(vi, tv[1]) || Adjacent(vi, tv[2])))

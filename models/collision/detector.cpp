@@ -95,10 +95,11 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   const Scalar reach = margin + 2 * vmax * dt + max_radius_;
   kernels_->Run(nt, TriangleBoxOp{view, reach, max_radius_, lo_.data(), hi_.data(), ext_.data()});
   const Scalar largest = backend_->MaxAbs(ext_);
-  // cell: a quarter of the largest box or twice the RMS box, whichever is larger (a box spans at
-  // most 5 cells per axis; one huge static triangle does not make the grid a single cell)
+  // cell: the RMS box or a quarter of the largest, whichever is larger (a typical box covers at
+  // most 2 cells per axis, the largest at most 5; one huge static triangle does not make the
+  // grid a single cell)
   const Scalar rms = std::sqrt(backend_->Dot(ext_, ext_) / Scalar(nt));
-  cell_ = std::max({largest / 4, 2 * rms, Scalar(1e-9)});
+  cell_ = std::max({largest / 4, rms, Scalar(1e-9)});
   const Scalar inv_h = 1 / cell_;
   // grid: (cell key, triangle) pairs sorted by key, triangles ascending within a cell
   kernels_->Run(nt, CellCountOp{lo_.data(), hi_.data(), inv_h, count_.data()});
@@ -110,7 +111,7 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   kernels_->Run(nt, CellFillOp{lo_.data(), hi_.data(), inv_h, offset_.data(), keys_.data(), items_.data()});
   backend_->SortPairs(num_pairs_, &keys_, &items_);
   // narrow phase per query, then the used slots compacted in query order
-  kernels_->Run(nq, PointQueryOp{view, keys_.data(), items_.data(), num_pairs_, inv_h, dt, margin, slot_tri_.data(),
+  kernels_->Run(nq, PointQueryOp{view, lo_.data(), hi_.data(), keys_.data(), items_.data(), num_pairs_, inv_h, dt, margin, slot_tri_.data(),
                                  slot_owner_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(), qcount_.data()});
   const Index total = backend_->ExclusiveScan(nq, qcount_, &qoffset_);
   if (total == 0) return result_;

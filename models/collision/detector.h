@@ -2,7 +2,7 @@
 // with radii (FEM surface vertices, cable segment centres, rigid surface samples) against
 // triangles (FEM surface triangles, static triangle meshes), each vertex and triangle belonging
 // to an owner (a body or a mesh). Every Detect() builds a uniform grid over the triangles' boxes
-// (cell: max(largest box / 4, 2 x RMS box)), sorts its (cell key, triangle) pairs, and
+// (cell: max(RMS box, largest box / 4)), sorts its (cell key, triangle) pairs, and
 // runs the narrow phase per query (PointQueryOp: one contact per query and owner, the closest
 // admissible triangle). Output in canonical order — by query, then owner — so it depends on
 // neither threads nor timing; CPU and CUDA give the same contact set. SI units.
