@@ -18,8 +18,8 @@ using condsim::DetectSceneData;
 using condsim::RandomDetectScene;
 
 // the detection rule (detect_ops.h, PointQueryOp) by brute force: every query against every
-// triangle, the closest admissible per owner (ties: lower triangle), the kDetectSlots closest
-// owners, sorted by owner
+// triangle, the nearest admissible per owner (least |p - q|; ties: lower triangle), the
+// kDetectSlots nearest owners, sorted by owner
 inline DetectResult BruteForceDetect(const DetectSceneData& d, Scalar dt, Scalar margin) {
   const DetectScene& s = d.scene;
   DetectResult out;
@@ -31,8 +31,9 @@ inline DetectResult BruteForceDetect(const DetectSceneData& d, Scalar dt, Scalar
   for (Index q = 0; q < static_cast<Index>(s.query.size()); ++q) {
     const Index vi = s.query[q], own = s.vertex_owner[vi];
     const Vec3 p = at(d.x, vi), vp = at(d.v, vi);
-    // best per owner: (gap, tri)
+    // best per owner: (|p - q|, tri), and its gap, weights, normal
     std::vector<std::pair<Scalar, Index>> best(s.self_contact.size(), {1e300, -1});
+    std::vector<Scalar> bgap(best.size());
     std::vector<Vec3> bw(best.size()), bn(best.size());
     for (Index t = 0; t < nt; ++t) {
       const Index* tv = s.tri.data() + 3 * t;
@@ -50,7 +51,8 @@ inline DetectResult BruteForceDetect(const DetectSceneData& d, Scalar dt, Scalar
       const Scalar sd = Dot(nrm, dd);
       Scalar gap;
       Vec3 n;
-      if (Norm(dd - sd * nrm) <= 1e-9 * std::sqrt(Norm(Cross(b - a, c - a)))) {
+      const Scalar tol = 1e-9 * std::sqrt(Norm(Cross(b - a, c - a)));
+      if (Norm(dd - sd * nrm) <= tol && (std::min(w[0], std::min(w[1], w[2])) > 1e-9 || sd >= -tol)) {
         if (sd < -s.depth_limit[to]) continue;
         gap = sd - s.radius[q];
         n = nrm;
@@ -62,8 +64,10 @@ inline DetectResult BruteForceDetect(const DetectSceneData& d, Scalar dt, Scalar
       }
       const Vec3 vq = w[0] * at(d.v, tv[0]) + w[1] * at(d.v, tv[1]) + w[2] * at(d.v, tv[2]);
       if (gap > Norm(vp - vq) * dt + margin) continue;
-      if (gap < best[to].first || (gap == best[to].first && t < best[to].second)) {
-        best[to] = {gap, t};
+      const Scalar dist = Norm(dd);
+      if (dist < best[to].first || (dist == best[to].first && t < best[to].second)) {
+        best[to] = {dist, t};
+        bgap[to] = gap;
         bw[to] = w;
         bn[to] = n;
       }
@@ -79,7 +83,7 @@ inline DetectResult BruteForceDetect(const DetectSceneData& d, Scalar dt, Scalar
       if (!keep[o]) continue;
       out.query.push_back(q);
       out.tri.push_back(best[o].second);
-      out.gap.push_back(best[o].first);
+      out.gap.push_back(bgap[o]);
       for (int k = 0; k < 3; ++k) {
         out.w.push_back(bw[o][k]);
         out.n.push_back(bn[o][k]);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "models/fem/tet_mesh.h"
 #include "models/rigid/rigid_model.h"
 #include "test_util.h"
 
@@ -39,6 +40,59 @@ TEST(RigidModel, ShapeInertiaMatchesNumericalIntegration) {
     const Vec3 ref = NumericInertia(b, 240);
     for (int a = 0; a < 3; ++a) EXPECT_NEAR(b.inertia[a], ref[a], 1e-2 * ref[a]) << "shape " << int(b.shape) << " axis " << a;
   }
+}
+
+// a closed mesh's mass properties by the divergence theorem: a triangulated box (moved and
+// turned) gives the solid box's inertia (exact), its centre and its axes
+TEST(RigidModel, MeshShapeInertiaMatchesTheSolid) {
+  const Vec3 h(0.1, 0.2, 0.3);
+  std::vector<Scalar> x;
+  std::vector<Index> tri;
+  test::BoxSurface(h, 3, &x, &tri);
+  const Quat q = FromRotationVector(Vec3(0.3, -0.5, 0.2));
+  const Vec3 c(0.4, -0.1, 0.7);
+  for (std::size_t i = 0; i < x.size(); i += 3) {
+    const Vec3 p = c + Rotate(q, Vec3(x[i], x[i + 1], x[i + 2]));
+    for (int a = 0; a < 3; ++a) x[i + a] = p[a];
+  }
+  const RigidBody mesh = MakeRigidMesh(x, tri, 2.0);
+  const RigidBody box = MakeRigidBox(h, 2.0);
+  EXPECT_EQ(mesh.shape, ShapeType::kMesh);
+  EXPECT_LT(Norm(mesh.x - c), 1e-12);
+  // principal moments ascending: the box's z, y, x axes (distinct moments); the mesh's axes are
+  // the turned box's, and its bounding half extents the box's along them
+  const Mat3 r = ToMatrix(mesh.q), r0 = ToMatrix(q);
+  for (int a = 0; a < 3; ++a) {
+    const int b = 2 - a;
+    EXPECT_NEAR(mesh.inertia[a], box.inertia[b], 1e-12) << "axis " << a;
+    EXPECT_NEAR(std::fabs(Dot(r.Col(a), r0.Col(b))), 1, 1e-9) << "axis " << a;
+    EXPECT_NEAR(mesh.size[a], h[b], 1e-12) << "axis " << a;
+  }
+  EXPECT_EQ(ContactSamples(mesh).size(), x.size() / 3);
+  RigidModel model({mesh});  // validates
+  EXPECT_EQ(model.num_bodies(), 1);
+}
+
+TEST(RigidModel, RejectsBadMeshes) {
+  std::vector<Scalar> x;
+  std::vector<Index> tri;
+  test::BoxSurface(Vec3(0.1, 0.1, 0.1), 1, &x, &tri);
+  EXPECT_NO_THROW(MakeRigidMesh(x, tri, 1));
+  std::vector<Index> open(tri.begin(), tri.end() - 3);
+  EXPECT_THROW(MakeRigidMesh(x, open, 1), Error);  // a hole
+  std::vector<Index> inverted = tri;
+  for (std::size_t t = 0; t < inverted.size(); t += 3) std::swap(inverted[t + 1], inverted[t + 2]);
+  EXPECT_THROW(MakeRigidMesh(x, inverted, 1), Error);  // inside out: negative volume
+  std::vector<Index> flipped = tri;
+  std::swap(flipped[1], flipped[2]);
+  EXPECT_THROW(MakeRigidMesh(x, flipped, 1), Error);  // one triangle against its neighbours
+  EXPECT_THROW(MakeRigidMesh(x, tri, -1), Error);
+  StaticShape s;
+  s.type = ShapeType::kMesh;
+  EXPECT_THROW(s.Validate("shape"), Error);  // static meshes go through World::AddStaticMesh
+  RigidBody no_mesh = MakeRigidBox(Vec3(0.1, 0.1, 0.1), 1);
+  no_mesh.shape = ShapeType::kMesh;
+  EXPECT_THROW(no_mesh.Validate("body"), Error);
 }
 
 // one body, no contacts: A v-hat = b solved exactly per body (2x2 blocks)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "condsim/backend.h"
+#include "models/fem/tet_mesh.h"
 
 namespace condsim::test {
 
@@ -66,6 +67,19 @@ inline double RelativeError(const std::vector<Scalar>& a, const std::vector<Scal
 inline bool RequireCuda() {
   const char* env = std::getenv("CONDSIM_REQUIRE_CUDA");
   return env != nullptr && std::string(env) == "1";
+}
+
+// the surface of an n^3-cell box mesh of half extents h: vertices and outward triangles
+inline void BoxSurface(const Vec3& h, Index n, std::vector<Scalar>* x, std::vector<Index>* tri) {
+  const TetMesh mesh = MakeBoxMesh(Scalar(-1) * h, Scalar(2) * h, n, n, n);
+  const std::vector<Index> surface = SurfaceNodes(mesh);
+  std::vector<Index> id(std::size_t(mesh.num_nodes()), -1);
+  for (std::size_t k = 0; k < surface.size(); ++k) {
+    id[surface[k]] = static_cast<Index>(k);
+    const Vec3 p = mesh.Node(surface[k]);
+    x->insert(x->end(), {p[0], p[1], p[2]});
+  }
+  for (Index t : SurfaceTriangles(mesh)) tri->push_back(id[t]);
 }
 
 }  // namespace condsim::test

@@ -232,6 +232,58 @@ TEST(WorldCoupling, CableDrapesOverFemBlockAndRigidBox) {
   EXPECT_LT(box_deepest, 1e-4);
 }
 
+// a mesh-shaped rigid cube (its 26 surface vertices are samples) resting on the floor carries its
+// weight and does not drift; an analytic box resting on it and an FEM cube beside it on it touch
+// its triangles through the detector and are carried too
+TEST(WorldCoupling, MeshShapedRigidBodyCarriesBoxesAndFem) {
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  World world(backend.get(), Params(1e-6));
+  StaticShape floor;
+  world.AddStatic(floor);
+  std::vector<Scalar> x;
+  std::vector<Index> tri;
+  test::BoxSurface(Vec3(0.1, 0.1, 0.05), 2, &x, &tri);
+  RigidBody base = MakeRigidMesh(x, tri, 2.0, "base");
+  base.x = Vec3(0, 0, 0.05);  // the centre of mass; the pose keeps the mesh's principal frame
+  const Index slab = world.AddRigid(base);
+  RigidBody box = MakeRigidBox(Vec3(0.03, 0.03, 0.03), 0.2);
+  box.x = Vec3(0.05, 0.02, 0.1 + 0.03 + 0.001);
+  const Index top = world.AddRigid(box);
+  FemMaterial mat;
+  mat.young = 2e5;
+  mat.rayleigh_alpha = 10;
+  const Index cube = world.AddFem(MakeBoxMesh(Vec3(-0.08, -0.06, 0.101), Vec3(0.04, 0.04, 0.04), 2, 2, 2), mat, "cube");
+  const Vec3 x0 = world.rigid_body(slab).x;
+  Vec3 f_slab, f_top, f_cube;
+  Scalar sink_top = 0, sink_cube = 0;
+  for (int k = 0; k < 150; ++k) {
+    const StepStats st = world.Step();
+    ASSERT_TRUE(st.cond.converged) << "step " << k << ": " << st.cond.iterations << " iterations";
+    if (k >= 50) {
+      f_slab += Scalar(0.01) * world.BodyWrench(slab).force;
+      f_top += Scalar(0.01) * world.BodyWrench(top).force;
+      f_cube += Scalar(0.01) * world.BodyWrench(cube).force;
+    }
+    // the slab's top face is at z = 0.1 (it does not move): nothing below it
+    const RigidBody& b = world.rigid_body(top);
+    for (const SurfacePoint& s : ContactSamples(b)) sink_top = std::max(sink_top, 0.1 - (b.x + ToMatrix(b.q) * s.local)[2]);
+    const std::vector<Scalar> xc = world.FemPositions(cube);
+    for (std::size_t i = 2; i < xc.size(); i += 3) sink_cube = std::max(sink_cube, 0.1 - xc[i]);
+  }
+  const Scalar w_top = 0.2 * 9.81, w_cube = 1000 * 0.04 * 0.04 * 0.04 * 9.81, w_all = 2.0 * 9.81 + w_top + w_cube;
+  std::printf("mesh slab: floor carries %.5f N (all %.5f N), top box %.5f N (%.5f), FEM cube %.5f N (%.5f); sink %.3g / %.3g mm, "
+              "drift %.3g mm\n",
+              f_slab[2], w_all, f_top[2], w_top, f_cube[2], w_cube, sink_top * 1e3, sink_cube * 1e3,
+              Norm(world.rigid_body(slab).x - x0) * 1e3);
+  // the slab's wrench is the floor's push less what the others press on it
+  EXPECT_NEAR(f_slab[2], 2.0 * 9.81, 0.01 * 2.0 * 9.81);
+  EXPECT_NEAR(f_top[2], w_top, 0.01 * w_top);
+  EXPECT_NEAR(f_cube[2], w_cube, 0.01 * w_cube);
+  EXPECT_LT(sink_top, 1e-4);
+  EXPECT_LT(sink_cube, 1e-4);
+  EXPECT_LT(Norm(world.rigid_body(slab).x - x0), 1e-5);
+}
+
 TEST(WorldCoupling, BadStaticMeshIsRejected) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
   World world(backend.get(), Params(1e-6));

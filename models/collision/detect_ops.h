@@ -1,6 +1,6 @@
 // Device operations of the point-vs-triangle detection (models/collision/detector.h): the
 // uniform-grid broad phase over triangle boxes (cell keys, counts, fill; the backend sorts the
-// (key, triangle) pairs) and the narrow phase per query point (closest admissible triangle per
+// (key, triangle) pairs) and the narrow phase per query point (nearest admissible triangle per
 // owner, in a canonical order). One source for the CPU and the GPU (CONDSIM_HD functors).
 #pragma once
 
@@ -112,10 +112,11 @@ struct CellFillOp {
   }
 };
 
-// one query's contact with one owner: the closest admissible triangle
+// one query's contact with one owner: the nearest admissible triangle
 struct DetectSlot {
   Index tri;     // -1: empty
   Index owner;
+  Scalar dist;   // |p - q|: the slot keeps the nearest triangle
   Scalar gap;    // distance less the query's radius [m] (negative: penetration)
   Vec3 w;        // barycentric weights of the closest point on the triangle
   Vec3 n;        // unit normal, from the triangle towards the query point
@@ -125,10 +126,12 @@ struct DetectSlot {
 // slots (kDetectSlots per query, sorted by owner; tri = -1 when unused). A candidate is
 // admissible when its owner differs from the query's, or equals it with self-contact on and no
 // triangle vertex adjacent to the query's vertex. For p and a triangle with outward normal n_T
-// and closest point q = sum w_a x_a: over the face (p - q parallel to n_T: p projects onto the
-// closed triangle, to 1e-9 of its size) gap = n_T . (p - q) - r, down to
+// and closest point q = sum w_a x_a: over the face (p projects into the triangle, min w_a > 1e-9,
+// or onto its boundary from on or above its plane, to 1e-9 of its size) gap = n_T . (p - q) - r, down to
 // -depth_limit - r; beyond an edge or corner gap = |p - q| - r, only from outside within 60 deg of
-// n_T; a contact when gap <= |v_p - v_q| t + margin. Ties break by the lower triangle index.
+// n_T; a contact when gap <= |v_p - v_q| t + margin. Per owner the nearest triangle (least
+// |p - q|: a point inside a solid belongs to its nearest face, not the deepest); ties break by
+// the lower triangle index.
 struct PointQueryOp {
   DetectView s;
   const Scalar* box_lo;  // the triangles' grown boxes (TriangleBoxOp): a point outside cannot touch
@@ -186,9 +189,11 @@ struct PointQueryOp {
       const Scalar sd = Dot(nrm, d);
       Scalar gap;
       Vec3 n;
-      // over the face: p projects onto the closed triangle (to 1e-9 of its size, so a point over
-      // a shared edge belongs to the faces, not to neither)
-      if (Norm(d - sd * nrm) <= Scalar(1e-9) * std::sqrt(area2)) {
+      // over the face: p projects into the triangle, or onto its boundary (to 1e-9 of its size)
+      // from on or above its plane (a point on a shared edge belongs to the faces, not to neither;
+      // one behind a face whose edge it lies over belongs to the other face)
+      const Scalar tol = Scalar(1e-9) * std::sqrt(area2), wmin = w[0] < w[1] ? (w[0] < w[2] ? w[0] : w[2]) : (w[1] < w[2] ? w[1] : w[2]);
+      if (Norm(d - sd * nrm) <= tol && (wmin > Scalar(1e-9) || sd >= -tol)) {
         if (sd < -s.depth_limit[to]) continue;
         gap = sd - r;
         n = nrm;
@@ -200,20 +205,22 @@ struct PointQueryOp {
       }
       const Vec3 vq = w[0] * LoadVec3(s.v, tv[0]) + w[1] * LoadVec3(s.v, tv[1]) + w[2] * LoadVec3(s.v, tv[2]);
       if (gap > Norm(vp - vq) * dt + margin) continue;
-      // the owner's slot: keep the closer (then lower-index) triangle; a new owner takes a free
+      // the owner's slot: keep the nearer (then lower-index) triangle; a new owner takes a free
       // slot or displaces the farthest one
+      const Scalar dist = Norm(d);
       int k = 0;
       while (k < kDetectSlots && slot[k].tri >= 0 && slot[k].owner != to) ++k;
       if (k == kDetectSlots) {
         k = 0;
         for (int m = 1; m < kDetectSlots; ++m)
-          if (slot[m].gap > slot[k].gap || (slot[m].gap == slot[k].gap && slot[m].owner > slot[k].owner)) k = m;
-        if (!(gap < slot[k].gap)) continue;
-      } else if (slot[k].tri >= 0 && !(gap < slot[k].gap || (gap == slot[k].gap && t < slot[k].tri))) {
+          if (slot[m].dist > slot[k].dist || (slot[m].dist == slot[k].dist && slot[m].owner > slot[k].owner)) k = m;
+        if (!(dist < slot[k].dist)) continue;
+      } else if (slot[k].tri >= 0 && !(dist < slot[k].dist || (dist == slot[k].dist && t < slot[k].tri))) {
         continue;
       }
       slot[k].tri = t;
       slot[k].owner = to;
+      slot[k].dist = dist;
       slot[k].gap = gap;
       slot[k].w = w;
       slot[k].n = n;

@@ -3,7 +3,7 @@
 // triangles (FEM surface triangles, static triangle meshes), each vertex and triangle belonging
 // to an owner (a body or a mesh). Every Detect() builds a uniform grid over the triangles' boxes
 // (cell: max(RMS box, largest box / 4)), sorts its (cell key, triangle) pairs, and
-// runs the narrow phase per query (PointQueryOp: one contact per query and owner, the closest
+// runs the narrow phase per query (PointQueryOp: one contact per query and owner, the nearest
 // admissible triangle). Output in canonical order — by query, then owner — so it depends on
 // neither threads nor timing; CPU and CUDA give the same contact set. SI units.
 #pragma once

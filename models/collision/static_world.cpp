@@ -24,6 +24,8 @@ void StaticShape::Validate(const std::string& where) const {
     case ShapeType::kCapsule:
       CONDSIM_CHECK(size[0] > 0 && size[1] >= 0, where << ": capsule radius must be > 0 and half length >= 0 [m]");
       break;
+    case ShapeType::kMesh:
+      throw Error(where + ": a static shape cannot be a mesh (use World::AddStaticMesh)");
   }
 }
 
@@ -31,6 +33,7 @@ Proximity ShapeProximity(const StaticShape& s, const Vec3& p) {
   const Mat3 r = ToMatrix(s.orientation);
   const Vec3 local = Transpose(r) * (p - s.center);
   Proximity out;
+  CONDSIM_CHECK(s.type != ShapeType::kMesh, "ShapeProximity: a mesh has no analytic distance (the detector handles it)");
   switch (s.type) {
     case ShapeType::kPlane: {
       out.distance = local[2];
@@ -89,6 +92,8 @@ Proximity ShapeProximity(const StaticShape& s, const Vec3& p) {
       out.point = s.center + r * closest;
       return out;
     }
+    case ShapeType::kMesh:
+      break;
   }
   return out;
 }

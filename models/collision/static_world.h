@@ -15,7 +15,9 @@
 
 namespace condsim {
 
-enum class ShapeType { kPlane, kSphere, kBox, kCapsule };
+// kMesh: a triangle mesh, for rigid bodies only (RigidBody::mesh); a static triangle mesh is
+// added with World::AddStaticMesh
+enum class ShapeType { kPlane, kSphere, kBox, kCapsule, kMesh };
 
 struct StaticShape {
   ShapeType type = ShapeType::kPlane;

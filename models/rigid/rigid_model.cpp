@@ -1,6 +1,7 @@
 // Rigid bodies: inertia of the shapes, assembly of eq. 4 and the state update.
 #include "models/rigid/rigid_model.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 
@@ -24,13 +25,18 @@ void RigidBody::Validate(const std::string& where) const {
                 where << ": principal inertia violates I_a <= I_b + I_c (no real body has it)");
   CONDSIM_CHECK(Finite(x) && Finite(v) && Finite(omega), where << ": position and velocities must be finite");
   CONDSIM_CHECK(std::fabs(Norm(q) - 1) < 1e-6, where << ": orientation must be a unit quaternion");
+  CONDSIM_CHECK(shape != ShapeType::kPlane, where << ": a rigid body cannot have a plane shape");
+  if (shape == ShapeType::kMesh) {
+    CONDSIM_CHECK(mesh != nullptr && !mesh->tri.empty(), where << ": a mesh shape needs its mesh (MakeRigidMesh)");
+    CONDSIM_CHECK(std::isfinite(mu1) && std::isfinite(mu2) && mu1 >= 0 && mu2 >= 0, where << ": friction must be finite and >= 0");
+    return;
+  }
   StaticShape s;
   s.type = shape;
   s.size = size;
   s.mu1 = mu1;
   s.mu2 = mu2;
   s.Validate(where + " shape");
-  CONDSIM_CHECK(shape != ShapeType::kPlane, where << ": a rigid body cannot have a plane shape");
 }
 
 RigidBody MakeRigidBox(const Vec3& h, Scalar mass) {
@@ -69,6 +75,76 @@ RigidBody MakeRigidCapsule(Scalar r, Scalar h, Scalar mass) {
   return b;
 }
 
+RigidBody MakeRigidMesh(const std::vector<Scalar>& x, const std::vector<Index>& tri, Scalar mass, const std::string& where) {
+  CONDSIM_CHECK(std::isfinite(mass) && mass > 0, where << ": mass must be > 0 [kg], got " << mass);
+  CONDSIM_CHECK(x.size() % 3 == 0 && x.size() >= 12, where << ": needs at least 4 vertices (3 coordinates each)");
+  CONDSIM_CHECK(tri.size() % 3 == 0 && tri.size() >= 12, where << ": needs at least 4 triangles (3 vertices each)");
+  const Index nv = static_cast<Index>(x.size() / 3);
+  for (Scalar c : x) CONDSIM_CHECK(std::isfinite(c), where << ": vertex coordinates must be finite");
+  // closed: every directed edge appears once and its reverse once
+  std::vector<std::pair<Index, Index>> edges;
+  for (std::size_t t = 0; t < tri.size(); t += 3)
+    for (int k = 0; k < 3; ++k) {
+      const Index a = tri[t + k], b = tri[t + (k + 1) % 3];
+      CONDSIM_CHECK(a >= 0 && a < nv && b >= 0 && b < nv, where << ": triangle " << t / 3 << " has a vertex out of range");
+      CONDSIM_CHECK(a != b, where << ": triangle " << t / 3 << " repeats a vertex");
+      edges.push_back({a, b});
+    }
+  std::sort(edges.begin(), edges.end());
+  for (std::size_t e = 0; e < edges.size(); ++e) {
+    CONDSIM_CHECK(e == 0 || edges[e] != edges[e - 1], where << ": edge (" << edges[e].first << ", " << edges[e].second
+                                                            << ") is used twice in one direction (inconsistent orientation)");
+    CONDSIM_CHECK(std::binary_search(edges.begin(), edges.end(), std::make_pair(edges[e].second, edges[e].first)),
+                  where << ": edge (" << edges[e].first << ", " << edges[e].second << ") has no twin: the mesh is not closed");
+  }
+  // volume, first and second moments by tetrahedra from the origin (signed):
+  // V = a.(b x c)/6, int x dV = V (a+b+c)/4, int x x^T dV = V/20 (sum p p^T + (sum p)(sum p)^T)
+  Scalar volume = 0;
+  Eigen::Vector3d first = Eigen::Vector3d::Zero();
+  Eigen::Matrix3d second = Eigen::Matrix3d::Zero();
+  for (std::size_t t = 0; t < tri.size(); t += 3) {
+    const Vec3 a = LoadVec3(x.data(), tri[t]), b = LoadVec3(x.data(), tri[t + 1]), c = LoadVec3(x.data(), tri[t + 2]);
+    CONDSIM_CHECK(Norm(Cross(b - a, c - a)) > 0, where << ": triangle " << t / 3 << " is degenerate (zero area)");
+    const Scalar v = Dot(a, Cross(b, c)) / 6;
+    const Eigen::Vector3d pa(a[0], a[1], a[2]), pb(b[0], b[1], b[2]), pc(c[0], c[1], c[2]), sum = pa + pb + pc;
+    volume += v;
+    first += v * sum / 4;
+    second += v / 20 * (pa * pa.transpose() + pb * pb.transpose() + pc * pc.transpose() + sum * sum.transpose());
+  }
+  CONDSIM_CHECK(volume > 0, where << ": enclosed volume " << volume << " m^3 is not positive (inverted triangles?)");
+  const Scalar density = mass / volume;
+  const Eigen::Vector3d com = first / volume;
+  // inertia about the centre of mass: I = tr(C) 1 - C with C = rho (second - V com com^T)
+  const Eigen::Matrix3d cov = density * (second - volume * com * com.transpose());
+  const Eigen::Matrix3d inertia = cov.trace() * Eigen::Matrix3d::Identity() - cov;
+  Eigen::SelfAdjointEigenSolver<Eigen::Matrix3d> eig(inertia);
+  Eigen::Matrix3d axes = eig.eigenvectors();
+  if (axes.determinant() < 0) axes.col(2) *= -1;
+  RigidBody b;
+  b.mass = mass;
+  b.shape = ShapeType::kMesh;
+  b.inertia = Vec3(eig.eigenvalues()[0], eig.eigenvalues()[1], eig.eigenvalues()[2]);
+  b.x = Vec3(com[0], com[1], com[2]);
+  const Mat3 r(axes(0, 0), axes(0, 1), axes(0, 2), axes(1, 0), axes(1, 1), axes(1, 2), axes(2, 0), axes(2, 1), axes(2, 2));
+  b.q = FromMatrix(r);
+  // the mesh in the principal frame: R^T (p - com)
+  auto mesh = std::make_shared<RigidMesh>();
+  mesh->tri = tri;
+  const Mat3 rt = Transpose(ToMatrix(b.q));
+  Vec3 lo(1e300, 1e300, 1e300), hi(-1e300, -1e300, -1e300);
+  for (Index i = 0; i < nv; ++i) {
+    const Vec3 p = rt * (LoadVec3(x.data(), i) - b.x);
+    for (int d = 0; d < 3; ++d) {
+      mesh->x.push_back(p[d]);
+      lo[d] = std::min(lo[d], p[d]);
+      hi[d] = std::max(hi[d], p[d]);
+    }
+  }
+  b.size = Scalar(0.5) * (hi - lo);
+  b.mesh = mesh;
+  return b;
+}
+
 std::vector<SurfacePoint> ContactSamples(const RigidBody& body) {
   std::vector<SurfacePoint> out;
   switch (body.shape) {
@@ -82,6 +158,9 @@ std::vector<SurfacePoint> ContactSamples(const RigidBody& body) {
     case ShapeType::kCapsule:
       out.push_back({Vec3(0, 0, -body.size[1]), body.size[0]});
       out.push_back({Vec3(0, 0, body.size[1]), body.size[0]});
+      break;
+    case ShapeType::kMesh:
+      for (std::size_t i = 0; i < body.mesh->x.size() / 3; ++i) out.push_back({LoadVec3(body.mesh->x.data(), Index(i)), 0});
       break;
     case ShapeType::kPlane:
       break;
@@ -221,7 +300,9 @@ void RigidModel::AutoStiffness(Index j, Scalar dt, Scalar* k_lin, Scalar* k_ang)
   const JointState& s = joints_.at(std::size_t(j));
   auto radius = [&](Index b) {
     const RigidBody& r = bodies_[b];
-    return r.shape == ShapeType::kBox ? Norm(r.size) : r.shape == ShapeType::kCapsule ? r.size[0] + r.size[1] : r.size[0];
+    return r.shape == ShapeType::kBox || r.shape == ShapeType::kMesh ? Norm(r.size)
+           : r.shape == ShapeType::kCapsule                          ? r.size[0] + r.size[1]
+                                                                     : r.size[0];
   };
   Scalar m = bodies_[s.body_i].mass, len = radius(s.body_i);
   if (s.body_j >= 0) {

@@ -12,6 +12,7 @@
 // Host-side state and assembly (bodies are few; the solve runs on the backend). SI units.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@
 
 namespace condsim {
 
+// a rigid body's triangle-mesh contact shape in its body frame (closed, outward
+// counter-clockwise triangles): its vertices are contact samples, its triangles are touched by
+// other bodies' points through the detector
+struct RigidMesh {
+  std::vector<Scalar> x;    // 3 per vertex [m], body frame
+  std::vector<Index> tri;   // 3 vertices per triangle
+};
+
 struct RigidBody {
   Scalar mass = 1;             // [kg]
   Vec3 inertia{1, 1, 1};       // principal moments in the body frame [kg m^2]
@@ -31,7 +40,8 @@ struct RigidBody {
   Vec3 v;                      // [m/s]
   Vec3 omega;                  // world frame [rad/s]
   ShapeType shape = ShapeType::kBox;  // contact shape, centred at x in the body frame
-  Vec3 size{0.1, 0.1, 0.1};    // as StaticShape::size (box: half extents)
+  Vec3 size{0.1, 0.1, 0.1};    // as StaticShape::size (box: half extents; mesh: its bounding half extents)
+  std::shared_ptr<const RigidMesh> mesh;  // the shape when shape == kMesh (MakeRigidMesh)
   Scalar mu1 = 0.5, mu2 = 0.5; // friction of the body's surface
   // throws condsim::Error naming `where` and the field
   void Validate(const std::string& where) const;
@@ -41,10 +51,16 @@ struct RigidBody {
 RigidBody MakeRigidBox(const Vec3& half_extents, Scalar mass);
 RigidBody MakeRigidSphere(Scalar radius, Scalar mass);
 RigidBody MakeRigidCapsule(Scalar radius, Scalar half_length, Scalar mass);
+// a uniform solid bounded by a closed triangle mesh (vertices x, 3 each, and triangles, outward
+// counter-clockwise) of the given mass: its centre of mass and principal axes become the body's
+// pose (x, q) and the mesh is stored in that frame. Convex or not; contacts are vertex-face
+// (docs/collision.md). Throws condsim::Error naming `where` for an open, inverted or degenerate mesh.
+RigidBody MakeRigidMesh(const std::vector<Scalar>& x, const std::vector<Index>& tri, Scalar mass,
+                        const std::string& where = "rigid mesh");
 
 // a point of a body's surface used as a contact candidate against other geometry: a sphere of
 // `radius` around `local` (box: its 8 corners, radius 0; sphere: its centre, radius R; capsule:
-// the two cap centres, radius R)
+// the two cap centres, radius R; mesh: its vertices, radius 0)
 struct SurfacePoint {
   Vec3 local;
   Scalar radius;

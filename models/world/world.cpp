@@ -405,10 +405,31 @@ void World::BuildDetector() {
     gather_x_.emplace_back(backend_, ix);
     gather_v_.emplace_back(backend_, iv);
   }
-  // rigid surface samples: queries with their radii (positions uploaded every step)
+  // rigid surface samples: queries with their radii (positions uploaded every step); a mesh
+  // body's samples are its vertices, and its triangles join the detector
   rigid_vertex_offset_ = sc.num_vertices();
+  rigid_sample_first_.clear();
   for (Index k = 0; k < rigid_.num_bodies(); ++k) {
-    const std::vector<SurfacePoint> samples = ContactSamples(rigid_.body(k));
+    const RigidBody& body = rigid_.body(k);
+    const std::vector<SurfacePoint> samples = ContactSamples(body);
+    const Index first = sc.num_vertices();
+    rigid_sample_first_.push_back(first - rigid_vertex_offset_);
+    if (body.shape == ShapeType::kMesh) {
+      const Index owner = BodyId(0, k);
+      Scalar edges = 0;
+      const std::vector<Index>& mt = body.mesh->tri;
+      for (std::size_t t = 0; t < mt.size(); t += 3) {
+        for (int a = 0; a < 3; ++a) {
+          sc.tri.push_back(first + mt[t + a]);
+          t_nodes_.push_back(mt[t + a]);
+          edges += Norm(LoadVec3(body.mesh->x.data(), mt[t + a]) - LoadVec3(body.mesh->x.data(), mt[t + (a + 1) % 3]));
+        }
+        sc.tri_owner.push_back(owner);
+        t_owner_kind_.push_back(0);
+        t_body_.push_back(k);
+      }
+      sc.depth_limit[owner] = Scalar(0.25) * edges / Scalar(mt.size());
+    }
     for (std::size_t s = 0; s < samples.size(); ++s) {
       sc.query.push_back(sc.num_vertices());
       sc.vertex_owner.push_back(BodyId(0, k));
@@ -497,9 +518,14 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
     // contact point on the triangle, and the query's point
     Vec3 tri_x[3];
     const Index* tn = t_nodes_.data() + 3 * std::size_t(t);
-    const bool on_fem = t_owner_kind_[t] == 1;
-    const std::vector<Scalar>* xs = on_fem ? &fem_x[t_body_[t]] : &meshes_[t_body_[t]].x;
-    for (int k = 0; k < 3; ++k) tri_x[k] = LoadVec3(xs->data(), tn[k]);
+    const Index tkind = t_owner_kind_[t], tb = t_body_[t];
+    const bool on_fem = tkind == 1;
+    // two jointed rigid bodies never touch
+    if (tkind == 0 && kind == 0 && Jointed(qb, tb)) continue;
+    for (int k = 0; k < 3; ++k)
+      tri_x[k] = tkind == 1   ? LoadVec3(fem_x[tb].data(), tn[k])
+                 : tkind == 0 ? LoadVec3(rx.data(), rigid_sample_first_[tb] + tn[k])
+                              : LoadVec3(meshes_[tb].x.data(), tn[k]);
     const Vec3 qpt = w[0] * tri_x[0] + w[1] * tri_x[1] + w[2] * tri_x[2];
     const Scalar radius = detector_->scene().radius[q];
     pos = qpt + (gap + radius) * n;  // the query point p
@@ -510,7 +536,16 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
       node_i = base + vn->AddRigidPoint(rigid_offset + 2 * qb, rigid_offset + 2 * qb + 1, arm_i, params_.kv);
     }
     const Mat3 frame = RotateTangents(ContactFrame(n), tangent_rotation_);
-    if (on_fem) {
+    if (tkind == 0) {
+      // D-contact with a rigid virtual node at the closest point of the body's mesh; friction:
+      // an FEM node against a rigid body takes the body's mu, otherwise sqrt(mu_i mu_j)
+      const RigidBody& other = rigid_.body(tb);
+      const Vec3 arm_j = qpt - other.x;
+      const Index node_j = base + vn->AddRigidPoint(rigid_offset + 2 * tb, rigid_offset + 2 * tb + 1, arm_j, params_.kv);
+      const Scalar mu = kind == 1 ? other.mu1 : std::sqrt(mu_i * other.mu1);
+      contacts->Add(node_i, node_j, frame, gap / dt, mu, mu);
+      meta_.push_back({contact, body_i, BodyId(0, tb), -1, rigid_i, tb, arm_i, arm_j});
+    } else if (on_fem) {
       // D-contact with a barycentric virtual node on the FEM triangle
       const Index fb = t_body_[t];
       const Index off = system_->part_offset(fem_[fb]->part);
@@ -561,7 +596,8 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
         meta_.push_back({c, BodyId(0, k), -1, Index(si), k, -1, c - body.x, Vec3()});
       }
       for (Index k2 = 0; k2 < rigid_.num_bodies(); ++k2) {
-        if (k2 == k || Jointed(k, k2)) continue;
+        // mesh-shaped bodies are touched through the detector
+        if (k2 == k || Jointed(k, k2) || rigid_.body(k2).shape == ShapeType::kMesh) continue;
         const RigidBody& other = rigid_.body(k2);
         const Proximity prox = ShapeProximity(rigid_.ShapeAt(k2), p);
         const Scalar gap = prox.distance - s.radius;
@@ -592,6 +628,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
       NodeStaticContacts(offset + i, p, vp, 0, body_id, contacts);
       for (Index k = 0; k < rigid_.num_bodies(); ++k) {
         const RigidBody& body = rigid_.body(k);
+        if (body.shape == ShapeType::kMesh) continue;  // through the detector
         const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
         const Vec3 vq = body.v + Cross(body.omega, prox.point - body.x);
         if (prox.distance > Norm(vp - vq) * dt + margin0) continue;
@@ -620,6 +657,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
       NodeStaticContacts(offset + 2 * seg, p, vp, radius, body_id, contacts);
       for (Index k = 0; k < rigid_.num_bodies(); ++k) {
         const RigidBody& body = rigid_.body(k);
+        if (body.shape == ShapeType::kMesh) continue;  // through the detector
         const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
         const Scalar gap = prox.distance - radius;
         const Vec3 vq = body.v + Cross(body.omega, prox.point - body.x);

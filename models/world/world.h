@@ -165,10 +165,12 @@ class World {
   // its kind (0 rigid, 1 FEM, 2 cable), index in its kind and local node / segment / sample
   std::unique_ptr<Detector> detector_;
   std::vector<Index> q_kind_, q_body_, q_local_;
-  std::vector<Index> t_owner_kind_, t_body_, t_nodes_;  // per triangle: 1 FEM / 3 mesh, its index, 3 local vertices
+  std::vector<Index> t_owner_kind_, t_body_, t_nodes_;  // per triangle: 0 rigid / 1 FEM / 3 static mesh, its index,
+                                                        // 3 local vertices
   std::vector<Array<Index>> gather_x_, gather_v_;       // per FEM body, then per cable
   std::vector<Index> gather_offset_;
   Index rigid_vertex_offset_ = 0;
+  std::vector<Index> rigid_sample_first_;  // per rigid body: its first sample among the rigid samples
   std::vector<RigidBody> rigid_init_;
   std::vector<Joint> joints_;               // rigid-body indices (not body ids)
   std::vector<std::pair<Index, Index>> jointed_;  // rigid pairs (i < j) sharing a joint, sorted
