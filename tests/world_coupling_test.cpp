@@ -165,8 +165,7 @@ TEST(WorldCoupling, RigidSphereRestsOnFemBlock) {
 // without entering them, and at rest the contacts carry its weight
 TEST(WorldCoupling, CableDrapesOverFemBlockAndRigidBox) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
-  // a cable in contact with soft bodies needs hundreds to thousands of iterations (see
-  // docs/collision.md, known solver limits)
+  // a cable in contact with soft bodies needs a few hundred iterations, at times over a thousand
   WorldParams p = Params(1e-5);
   p.cond.max_iterations = 10000;
   World world(backend.get(), p);

@@ -12,6 +12,10 @@
 #include "models/cond/cond_kernels.h"
 
 namespace condsim {
+namespace {
+// a Chebyshev semi-iteration restarts when its residual grows to this multiple of its smallest
+constexpr double kChebyshevRestartGrowth = 10;
+}  // namespace
 
 const char* ToString(StepSize s) {
   switch (s) {
@@ -444,6 +448,9 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   const ContactView view{ci_.data(), cj_.data(), frame_.data(), phi_.data(), mu1_.data(), mu2_.data(), cenv_.data()};
   const bool bb = params_.step_size != StepSize::kFrobenius;
   std::vector<double> theta_prev(std::size_t(ne), 0), rho(std::size_t(ne), 1), nu(std::size_t(ne), 1);
+  std::vector<double> theta_min(std::size_t(ne), 0);  // smallest residual of the running semi-iteration
+  std::vector<int> l_min(std::size_t(ne), 0);         // and its iteration
+  std::vector<int> plain(std::size_t(ne), params_.chebyshev_start);  // plain iterations after a restart
   std::vector<int> cheb_start(std::size_t(ne), params_.chebyshev_start);
   std::vector<Scalar> host_scalar(static_cast<std::size_t>(ne));
   be.Synchronize();
@@ -534,11 +541,23 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
       st.env_iterations[e] = l + 1;
       st.env_residual[e] = theta;
       rho[e] = theta_prev[e] > 0 ? std::min(theta / theta_prev[e], 1.0) : 1.0;  // eq. 39
-      // safeguard: an accelerated iterate whose residual grew (rho over-estimated, e.g. at the
-      // rounding floor) restarts the semi-iteration after l_s plain iterations
-      if (params_.chebyshev && l >= cheb_start[e] && theta > theta_prev[e]) {
-        cheb_start[e] = l + 1 + params_.chebyshev_start;
-        ++st.chebyshev_restarts;
+      // safeguard: an accelerated residual that grew to kChebyshevRestartGrowth times the
+      // smallest of this semi-iteration, or found no new smallest in 2 l_s iterations (rho
+      // over-estimated, e.g. at the rounding floor or while contacts switch), restarts it after
+      // plain iterations (l_s, doubled at each restart); the ordinary chattering of an
+      // accelerated residual does not
+      if (params_.chebyshev && l >= cheb_start[e]) {
+        if (l == cheb_start[e] || theta < theta_min[e]) {
+          theta_min[e] = theta;
+          l_min[e] = l;
+        }
+        if (theta > kChebyshevRestartGrowth * theta_min[e] || l - l_min[e] >= 2 * params_.chebyshev_start) {
+          // each restart doubles the plain stretch before the next start (acceleration that keeps
+          // failing fades out; the plain iteration converges, Prop. 3-6)
+          plain[e] = std::min(2 * plain[e], params_.max_iterations);
+          cheb_start[e] = l + 1 + plain[e];
+          ++st.chebyshev_restarts;
+        }
       }
       theta_prev[e] = theta;
     }

@@ -771,17 +771,20 @@ StepStats World::Step() {
   // parts: FEM bodies on the backend, rigid bodies on the host
   std::vector<const DeviceBlockMatrix*> parts_a;
   std::vector<const Array<Scalar>*> parts_b, parts_v;
+  // the initial guess (paper Sec. V-A5): the previous step's v-hat (v at the first step; the
+  // midpoint rule's v_k = 2 v-hat - v_{k-1} alternates about it); virtual nodes take J_v of it
+  const bool warm = steps_ > 0 && params_.warm_start;
   for (auto& f : fem_) {
     f->model->Assemble(f->x, f->v, dt, params_.gravity, nullptr, f->a.get(), &f->b);
     parts_a.push_back(f->a.get());
     parts_b.push_back(&f->b);
-    parts_v.push_back(&f->v);
+    parts_v.push_back(warm ? &f->vhat : &f->v);
   }
   for (auto& r : rods_) {
     r->model->Assemble(r->v, dt, params_.gravity, nullptr, r->a.get(), &r->b);
     parts_a.push_back(r->a.get());
     parts_b.push_back(&r->b);
-    parts_v.push_back(&r->v);
+    parts_v.push_back(warm ? &r->vhat : &r->v);
   }
   std::vector<Scalar> values, rhs;
   rigid_.Assemble(dt, params_.gravity, rigid_wrench_, &values, &rhs);
@@ -792,7 +795,7 @@ StepStats World::Step() {
     StoreVec3(rigid_v.data(), 2 * k, rigid_.body(k).v);
     StoreVec3(rigid_v.data(), 2 * k + 1, rigid_.body(k).omega);
   }
-  rigid_v_.CopyFromHost(rigid_v);
+  rigid_v_.CopyFromHost(warm ? rigid_vhat_prev_ : rigid_v);
   parts_a.push_back(rigid_a_.get());
   parts_b.push_back(&rigid_b_);
   parts_v.push_back(&rigid_v_);
@@ -855,6 +858,7 @@ StepStats World::Step() {
                                  vhat.begin() + 3 * std::int64_t(system_->part_offset(rigid_part_) + rigid_.num_nodes()));
   const std::vector<Scalar> lambda = solver_->Impulses();
   rigid_.Advance(dt, rigid_vhat);
+  rigid_vhat_prev_ = rigid_vhat;
   std::vector<Scalar> rigid_next(rigid_vhat.size());
   for (Index k = 0; k < rigid_.num_bodies(); ++k) {
     StoreVec3(rigid_next.data(), 2 * k, rigid_.body(k).v);

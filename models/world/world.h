@@ -33,6 +33,7 @@ struct WorldParams {
   Scalar kv = 1e5;                      // virtual-node gain (eq. 14) [N s/m]; Table I uses 1e5
   Scalar contact_margin = 1e-3;         // detection distance beyond |v| t [m]
   bool inelastic = true;                // restitution 0 at pressed contacts
+  bool warm_start = true;               // start each solve from the previous step's v-hat (Sec. V-A5)
   CondParams cond;                      // the solver
   // throws condsim::Error naming the field
   void Validate() const;
@@ -186,6 +187,7 @@ class World {
   std::unique_ptr<CondSolver> solver_;
   std::unique_ptr<DeviceBlockMatrix> rigid_a_;
   Array<Scalar> rigid_b_, rigid_v_, v_;
+  std::vector<Scalar> rigid_vhat_prev_;  // the last step's v-hat of the rigid bodies (warm start)
   Index rigid_part_ = -1;
   // per contact: owner info for the records, the virtual node's rigid body (or -1) per side
   struct ContactMeta {
