@@ -35,6 +35,7 @@ class Args {
   }
 
   bool Flag(const std::string& key) const { return flags_.count(key) > 0; }
+  bool Has(const std::string& key) const { return values_.count(key) > 0; }
   std::string Get(const std::string& key, const std::string& fallback) const {
     const auto it = values_.find(key);
     return it == values_.end() ? fallback : it->second;

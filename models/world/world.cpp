@@ -3,6 +3,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -758,7 +759,16 @@ void World::DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::ve
   }
 }
 
+Index World::num_dofs() const {
+  Index n = 6 * static_cast<Index>(rigid_init_.size());
+  for (const auto& f : fem_) n += 3 * f->model->num_nodes();
+  for (const auto& r : rods_) n += r->model->num_dofs();
+  return n;
+}
+
 StepStats World::Step() {
+  using Clock = std::chrono::steady_clock;
+  const auto t_start = Clock::now();
   if (!finalized_) Finalize();
   const Scalar dt = params_.dt;
   StepStats stats;
@@ -767,6 +777,8 @@ StepStats World::Step() {
   VirtualNodeSet vn;
   bary_ = BarycentricNodes();
   Detect(&contacts, &vn);
+  for (Index m = 0; m < contacts.size(); ++m) stats.max_penetration = std::max(stats.max_penetration, -contacts.phi[m] * dt);
+  stats.detect_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
   system_->SetVirtualNodes(vn);
   // parts: FEM bodies on the backend, rigid bodies on the host
   std::vector<const DeviceBlockMatrix*> parts_a;
@@ -903,6 +915,7 @@ StepStats World::Step() {
   }
   time_ += dt;
   ++steps_;
+  stats.step_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
   return stats;
 }
 

@@ -62,6 +62,9 @@ struct StepStats {
   CondStats cond;
   Index contacts = 0;
   Index virtual_nodes = 0;
+  Scalar max_penetration = 0;  // deepest detected penetration at the step's start [m] (-gap)
+  double detect_seconds = 0;   // detection and nodalization
+  double step_seconds = 0;     // the whole step
 };
 
 class World {
@@ -109,6 +112,9 @@ class World {
   StepStats Step();
 
   Scalar time() const { return time_; }
+  // velocity DOFs of the bodies (3 per FEM node, 6 per cable segment and per rigid body)
+  Index num_dofs() const;
+  Index num_bodies() const { return static_cast<Index>(bodies_.size()); }
   Index step_count() const { return steps_; }
   const WorldParams& params() const { return params_; }
   const RigidModel& rigid() const { return rigid_; }

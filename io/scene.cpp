@@ -1,0 +1,433 @@
+// Scene files: JSON parsing with path-naming validation, and the world they build.
+#include "io/scene.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "condsim/error.h"
+#include "models/fem/tet_mesh.h"
+
+namespace condsim {
+namespace {
+
+using Json = nlohmann::json;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// a JSON value with its pointer, for messages naming the file and the path
+class Value {
+ public:
+  Value(const Json& j, std::string path, const std::string& source) : j_(j), path_(std::move(path)), source_(source) {}
+
+  [[noreturn]] void Fail(const std::string& what) const {
+    throw Error(source_ + ": " + (path_.empty() ? "/" : path_) + ": " + what);
+  }
+  const std::string& path() const { return path_; }
+  const Json& json() const { return j_; }
+  bool Has(const std::string& key) const { return j_.contains(key); }
+  Value At(const std::string& key) const {
+    if (!j_.contains(key)) Value(j_, path_ + "/" + key, source_).Fail("missing (required)");
+    return Value(j_.at(key), path_ + "/" + key, source_);
+  }
+  Value At(std::size_t i) const { return Value(j_.at(i), path_ + "/" + std::to_string(i), source_); }
+  // an object whose keys must be among `allowed`
+  void Object(const std::set<std::string>& allowed) const {
+    if (!j_.is_object()) Fail("expected an object, got " + std::string(j_.type_name()));
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (!allowed.count(it.key())) {
+        std::string valid;
+        for (const auto& k : allowed) valid += (valid.empty() ? "" : ", ") + k;
+        Value(it.value(), path_ + "/" + it.key(), source_).Fail("unknown key (valid: " + valid + ")");
+      }
+  }
+  std::size_t Array() const {
+    if (!j_.is_array()) Fail("expected an array, got " + std::string(j_.type_name()));
+    return j_.size();
+  }
+  double Number(double lo = -kInf, double hi = kInf, bool open_lo = false, bool open_hi = false) const {
+    if (!j_.is_number()) Fail("expected a number, got " + std::string(j_.type_name()));
+    const double v = j_.get<double>();
+    const bool bad = !std::isfinite(v) || (open_lo ? v <= lo : v < lo) || (open_hi ? v >= hi : v > hi);
+    if (bad) {
+      std::ostringstream os;
+      os << v << " is outside " << (open_lo ? "(" : "[") << lo << ", " << hi << (open_hi ? ")" : "]");
+      Fail(os.str());
+    }
+    return v;
+  }
+  long long Integer(long long lo, long long hi) const {
+    if (!j_.is_number_integer()) Fail("expected an integer, got " + std::string(j_.type_name()));
+    const long long v = j_.get<long long>();
+    if (v < lo || v > hi) Fail(std::to_string(v) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+  }
+  bool Bool() const {
+    if (!j_.is_boolean()) Fail("expected true or false, got " + std::string(j_.type_name()));
+    return j_.get<bool>();
+  }
+  std::string String() const {
+    if (!j_.is_string()) Fail("expected a string, got " + std::string(j_.type_name()));
+    return j_.get<std::string>();
+  }
+  Vec3 Vector() const {
+    if (!j_.is_array() || j_.size() != 3) Fail("expected an array of 3 numbers");
+    return Vec3(At(0).Number(), At(1).Number(), At(2).Number());
+  }
+  // optional members with defaults
+  double Number(const std::string& key, double fallback, double lo = -kInf, double hi = kInf, bool open_lo = false,
+                bool open_hi = false) const {
+    return Has(key) ? At(key).Number(lo, hi, open_lo, open_hi) : fallback;
+  }
+  Vec3 Vector(const std::string& key, const Vec3& fallback) const { return Has(key) ? At(key).Vector() : fallback; }
+  bool Bool(const std::string& key, bool fallback) const { return Has(key) ? At(key).Bool() : fallback; }
+  std::string String(const std::string& key, const std::string& fallback) const {
+    return Has(key) ? At(key).String() : fallback;
+  }
+  // orientation: "rotation" (rotation vector [rad]) or "quaternion" (w, x, y, z; normalized)
+  Quat Orientation() const {
+    if (Has("rotation") && Has("quaternion")) Fail("give either rotation or quaternion, not both");
+    if (Has("rotation")) return FromRotationVector(At("rotation").Vector());
+    if (Has("quaternion")) {
+      const Value q = At("quaternion");
+      if (!q.json().is_array() || q.json().size() != 4) q.Fail("expected an array of 4 numbers (w, x, y, z)");
+      const Quat r(q.At(0).Number(), q.At(1).Number(), q.At(2).Number(), q.At(3).Number());
+      if (!(Norm(r) > 1e-12)) q.Fail("a zero quaternion is no rotation");
+      return Normalized(r);
+    }
+    return Quat();
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+  const std::string& source_;
+};
+
+std::string Join(const std::string& dir, const std::string& file) {
+  if (file.empty() || file[0] == '/' || dir.empty()) return file;
+  return dir + "/" + file;
+}
+
+// runs `f`, turning its condsim::Error into one naming the scene value
+template <class F>
+auto Checked(const Value& v, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    v.Fail(e.what());
+  }
+}
+
+void ParseWorld(const Value& v, WorldParams* w) {
+  v.Object({"dt", "gravity", "kv", "contact_margin", "inelastic", "warm_start"});
+  w->dt = v.Number("dt", w->dt, 0, 1, true);
+  w->gravity = v.Vector("gravity", w->gravity);
+  w->kv = v.Number("kv", w->kv, 0, kInf, true);
+  w->contact_margin = v.Number("contact_margin", w->contact_margin, 0, kInf);
+  w->inelastic = v.Bool("inelastic", w->inelastic);
+  w->warm_start = v.Bool("warm_start", w->warm_start);
+}
+
+void ParseSolver(const Value& v, CondParams* c) {
+  v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
+            "w_reuse_solves"});
+  c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
+  if (v.Has("max_iterations")) c->max_iterations = int(v.At("max_iterations").Integer(1, 100000000));
+  if (v.Has("projection")) c->projection = Checked(v.At("projection"), [&] { return ParseProjection(v.At("projection").String()); });
+  if (v.Has("step_size")) c->step_size = Checked(v.At("step_size"), [&] { return ParseStepSize(v.At("step_size").String()); });
+  c->chebyshev = v.Bool("chebyshev", c->chebyshev);
+  if (v.Has("chebyshev_start")) c->chebyshev_start = int(v.At("chebyshev_start").Integer(2, 1000000));
+  c->chebyshev_relax = v.Number("chebyshev_relax", c->chebyshev_relax, 0, 1, true);
+  if (v.Has("w_reuse_solves")) c->w_reuse_solves = int(v.At("w_reuse_solves").Integer(1, 1000000));
+}
+
+// friction: a number, or [mu1, mu2] (anisotropic: along the shape's local x, y)
+void ParseMu(const Value& v, Scalar* mu1, Scalar* mu2) {
+  if (v.json().is_array()) {
+    if (v.Array() != 2) v.Fail("expected a number or an array of 2 numbers (mu1, mu2)");
+    *mu1 = v.At(0).Number(0, kInf);
+    *mu2 = v.At(1).Number(0, kInf);
+  } else {
+    *mu1 = *mu2 = v.Number(0, kInf);
+  }
+}
+
+ShapeType ParseShapeType(const Value& v, bool rigid) {
+  const std::string t = v.String();
+  if (t == "plane" && !rigid) return ShapeType::kPlane;
+  if (t == "sphere") return ShapeType::kSphere;
+  if (t == "box") return ShapeType::kBox;
+  if (t == "capsule") return ShapeType::kCapsule;
+  if (t == "mesh" && rigid) return ShapeType::kMesh;
+  v.Fail("'" + t + "' is not a shape (valid: " + std::string(rigid ? "box, sphere, capsule, mesh" : "plane, box, sphere, capsule") + ")");
+}
+
+StaticShape ParseStatic(const Value& v) {
+  v.Object({"type", "center", "rotation", "quaternion", "radius", "half_extents", "half_length", "mu"});
+  StaticShape s;
+  s.type = ParseShapeType(v.At("type"), false);
+  s.center = v.Vector("center", Vec3());
+  s.orientation = v.Orientation();
+  if (s.type == ShapeType::kSphere || s.type == ShapeType::kCapsule) s.size[0] = v.At("radius").Number(0, kInf, true);
+  if (s.type == ShapeType::kCapsule) s.size[1] = v.At("half_length").Number(0, kInf);
+  if (s.type == ShapeType::kBox) {
+    s.size = v.At("half_extents").Vector();
+    for (int a = 0; a < 3; ++a)
+      if (!(s.size[a] > 0)) v.At("half_extents").Fail("half extents must be > 0 [m]");
+  }
+  if (v.Has("mu")) ParseMu(v.At("mu"), &s.mu1, &s.mu2);
+  return s;
+}
+
+SceneRigid ParseRigid(const Value& v, const std::string& dir, std::size_t index) {
+  v.Object({"name", "shape", "half_extents", "radius", "half_length", "file", "mass", "position", "rotation", "quaternion",
+            "velocity", "angular_velocity", "mu", "force", "torque"});
+  SceneRigid r;
+  r.name = v.String("name", "rigid " + std::to_string(index));
+  const ShapeType type = ParseShapeType(v.At("shape"), true);
+  const Scalar mass = v.At("mass").Number(0, kInf, true);
+  switch (type) {
+    case ShapeType::kBox: {
+      const Vec3 h = v.At("half_extents").Vector();
+      for (int a = 0; a < 3; ++a)
+        if (!(h[a] > 0)) v.At("half_extents").Fail("half extents must be > 0 [m]");
+      r.body = MakeRigidBox(h, mass);
+      break;
+    }
+    case ShapeType::kSphere:
+      r.body = MakeRigidSphere(v.At("radius").Number(0, kInf, true), mass);
+      break;
+    case ShapeType::kCapsule:
+      r.body = MakeRigidCapsule(v.At("radius").Number(0, kInf, true), v.At("half_length").Number(0, kInf), mass);
+      break;
+    case ShapeType::kMesh: {
+      // a closed surface in world coordinates at its initial pose
+      const Value f = v.At("file");
+      const SurfaceMesh m = Checked(f, [&] { return ReadSurface(Join(dir, f.String())); });
+      r.body = Checked(f, [&] { return MakeRigidMesh(m.x, m.triangles, mass, f.String()); });
+      if (v.Has("position") || v.Has("rotation") || v.Has("quaternion"))
+        v.Fail("a mesh body is placed by its file's coordinates (no position or rotation)");
+      break;
+    }
+    case ShapeType::kPlane:
+      break;
+  }
+  if (type != ShapeType::kMesh) {
+    r.body.x = v.At("position").Vector();
+    r.body.q = v.Orientation();
+  }
+  r.body.v = v.Vector("velocity", Vec3());
+  r.body.omega = v.Vector("angular_velocity", Vec3());
+  if (v.Has("mu")) ParseMu(v.At("mu"), &r.body.mu1, &r.body.mu2);
+  r.force = v.Vector("force", Vec3());
+  r.torque = v.Vector("torque", Vec3());
+  Checked(v, [&] {
+    r.body.Validate(r.name);
+    return 0;
+  });
+  return r;
+}
+
+TetMesh ParseMesh(const Value& v, const std::string& dir) {
+  v.Object({"generator", "file", "origin", "size", "cells", "center", "radius", "element_size"});
+  if (v.Has("file")) {
+    if (v.Has("generator")) v.Fail("give either file or generator, not both");
+    const Value f = v.At("file");
+    return Checked(f, [&] { return ReadTetMesh(Join(dir, f.String())).mesh; });
+  }
+  const Value g = v.At("generator");
+  const std::string kind = g.String();
+  if (kind == "box") {
+    const Vec3 size = v.At("size").Vector();
+    for (int a = 0; a < 3; ++a)
+      if (!(size[a] > 0)) v.At("size").Fail("sizes must be > 0 [m]");
+    const Value cells = v.At("cells");
+    if (cells.Array() != 3) cells.Fail("expected 3 cell counts");
+    return MakeBoxMesh(v.Vector("origin", Vec3()), size, Index(cells.At(0).Integer(1, 1000)), Index(cells.At(1).Integer(1, 1000)),
+                       Index(cells.At(2).Integer(1, 1000)));
+  }
+  if (kind == "sphere") {
+    const Scalar radius = v.At("radius").Number(0, kInf, true);
+    return MakeSphereMesh(v.Vector("center", Vec3()), radius, v.At("element_size").Number(0, radius, true));
+  }
+  g.Fail("'" + kind + "' is not a mesh generator (valid: box, sphere)");
+}
+
+SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
+  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity"});
+  SceneFem f;
+  f.name = v.String("name", "fem " + std::to_string(index));
+  f.mesh = ParseMesh(v.At("mesh"), dir);
+  const Value m = v.At("material");
+  m.Object({"young", "poisson", "density", "rayleigh_alpha", "rayleigh_beta", "geometric_stiffness"});
+  f.material.young = m.Number("young", f.material.young, 0, kInf, true);
+  f.material.poisson = m.Number("poisson", f.material.poisson, -1, 0.5, true, true);
+  f.material.density = m.Number("density", f.material.density, 0, kInf, true);
+  f.material.rayleigh_alpha = m.Number("rayleigh_alpha", 0, 0, kInf);
+  f.material.rayleigh_beta = m.Number("rayleigh_beta", 0, 0, kInf);
+  f.material.geometric_stiffness = m.Bool("geometric_stiffness", false);
+  f.mu = v.Number("mu", 0.5, 0, kInf);
+  f.self_contact = v.Bool("self_contact", true);
+  const Vec3 vel = v.Vector("velocity", Vec3());
+  if (!(Norm(vel) == 0)) v.At("velocity").Fail("initial FEM velocities are not supported yet (give 0)");
+  const std::vector<std::string> problems = ValidateMesh(f.mesh, f.name);
+  if (!problems.empty()) v.At("mesh").Fail(problems.front());
+  return f;
+}
+
+SceneJoint ParseJoint(const Value& v, const std::map<std::string, Index>& rigid_names) {
+  v.Object({"type", "body", "base", "anchor", "axis", "k_lin", "k_ang", "damping", "drive"});
+  SceneJoint j;
+  const std::string type = v.At("type").String();
+  if (type == "fixed") {
+    j.joint.type = JointType::kFixed;
+  } else if (type == "prismatic") {
+    j.joint.type = JointType::kPrismatic;
+  } else if (type == "revolute") {
+    j.joint.type = JointType::kRevolute;
+  } else {
+    v.At("type").Fail("'" + type + "' is not a joint type (valid: fixed, prismatic, revolute)");
+  }
+  auto body = [&](const std::string& key) -> Index {
+    const Value b = v.At(key);
+    const auto it = rigid_names.find(b.String());
+    if (it == rigid_names.end()) b.Fail("no rigid body named '" + b.String() + "'");
+    return it->second;
+  };
+  j.joint.body_i = body("body");
+  j.joint.body_j = v.Has("base") ? body("base") : -1;
+  if (j.joint.body_i == j.joint.body_j) v.At("base").Fail("a joint needs two different bodies");
+  j.joint.anchor = v.At("anchor").Vector();
+  j.joint.axis = v.Vector("axis", Vec3(0, 0, 1));
+  if (!(Norm(j.joint.axis) > 0)) v.At("axis").Fail("the axis must be nonzero");
+  j.joint.k_lin = v.Number("k_lin", 0, 0, kInf);
+  j.joint.k_ang = v.Number("k_ang", 0, 0, kInf);
+  j.joint.damping = v.Number("damping", 1, 0, kInf);
+  if (v.Has("drive")) {
+    const Value d = v.At("drive");
+    d.Object({"k", "d", "target", "target_rate", "force"});
+    if (j.joint.type == JointType::kFixed) d.Fail("a fixed joint has no coordinate to drive");
+    j.driven = true;
+    j.drive.k = d.Number("k", 0, 0, kInf);
+    j.drive.d = d.Number("d", 0, 0, kInf);
+    j.drive.target = d.Number("target", 0);
+    j.drive.target_rate = d.Number("target_rate", 0);
+    j.drive.force = d.Number("force", 0);
+  }
+  return j;
+}
+
+}  // namespace
+
+Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // line and column of the byte nlohmann names
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid JSON (" + e.what() + ")");
+  }
+  Scene scene;
+  scene.source = source;
+  const Value v(root, "", source);
+  v.Object({"name", "description", "duration", "world", "solver", "static", "static_meshes", "rigid_bodies", "fem_bodies",
+            "joints"});
+  scene.name = v.String("name", source);
+  scene.description = v.String("description", "");
+  scene.duration = v.Number("duration", 1, 0, kInf, true);
+  if (v.Has("world")) ParseWorld(v.At("world"), &scene.world);
+  if (v.Has("solver")) ParseSolver(v.At("solver"), &scene.world.cond);
+  if (v.Has("static"))
+    for (std::size_t i = 0, n = v.At("static").Array(); i < n; ++i) scene.statics.push_back(ParseStatic(v.At("static").At(i)));
+  if (v.Has("static_meshes")) {
+    const Value list = v.At("static_meshes");
+    for (std::size_t i = 0, n = list.Array(); i < n; ++i) {
+      const Value m = list.At(i);
+      m.Object({"name", "file", "mu"});
+      SceneMesh sm;
+      sm.name = m.String("name", "static mesh " + std::to_string(i));
+      const Value f = m.At("file");
+      sm.mesh = Checked(f, [&] { return ReadSurface(Join(dir, f.String())); });
+      sm.mu = m.Number("mu", 0.5, 0, kInf);
+      scene.meshes.push_back(std::move(sm));
+    }
+  }
+  std::map<std::string, Index> rigid_names;
+  if (v.Has("rigid_bodies")) {
+    const Value list = v.At("rigid_bodies");
+    for (std::size_t i = 0, n = list.Array(); i < n; ++i) {
+      scene.rigid.push_back(ParseRigid(list.At(i), dir, i));
+      if (!rigid_names.emplace(scene.rigid.back().name, Index(i)).second) list.At(i).At("name").Fail("duplicate name");
+    }
+  }
+  if (v.Has("fem_bodies")) {
+    const Value list = v.At("fem_bodies");
+    for (std::size_t i = 0, n = list.Array(); i < n; ++i) scene.fem.push_back(ParseFem(list.At(i), dir, i));
+  }
+  if (v.Has("joints")) {
+    const Value list = v.At("joints");
+    for (std::size_t i = 0, n = list.Array(); i < n; ++i) scene.joints.push_back(ParseJoint(list.At(i), rigid_names));
+  }
+  // every value checked again by its owner (e.g. the principal inertia of a body)
+  Checked(v, [&] {
+    scene.world.Validate();
+    return 0;
+  });
+  // FNV-1a 64 of the text: summary.json names the scene's exact contents
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  scene.hash = h;
+  return scene;
+}
+
+Scene LoadScene(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open the scene file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::size_t slash = path.find_last_of('/');
+  return ParseScene(ss.str(), path, slash == std::string::npos ? "" : path.substr(0, slash));
+}
+
+SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
+  SceneWorld out;
+  out.world = std::make_unique<World>(backend, scene.world);
+  World& w = *out.world;
+  for (const StaticShape& s : scene.statics) w.AddStatic(s);
+  for (const SceneMesh& m : scene.meshes) w.AddStaticMesh(m.mesh, m.mu, m.name);
+  for (const SceneRigid& r : scene.rigid) out.rigid_ids.push_back(w.AddRigid(r.body));
+  for (const SceneFem& f : scene.fem) out.fem_ids.push_back(w.AddFem(f.mesh, f.material, f.name, f.mu, f.self_contact));
+  std::vector<Index> joint_ids;
+  for (const SceneJoint& j : scene.joints) {
+    Joint jt = j.joint;
+    jt.body_i = out.rigid_ids[jt.body_i];
+    jt.body_j = jt.body_j >= 0 ? out.rigid_ids[jt.body_j] : -1;
+    joint_ids.push_back(w.AddJoint(jt));
+  }
+  for (std::size_t k = 0; k < scene.rigid.size(); ++k) {
+    const SceneRigid& r = scene.rigid[k];
+    if (Norm(r.force) > 0 || Norm(r.torque) > 0) w.SetRigidWrench(out.rigid_ids[k], r.force, r.torque);
+  }
+  for (std::size_t k = 0; k < scene.joints.size(); ++k)
+    if (scene.joints[k].driven) w.SetJointDrive(joint_ids[k], scene.joints[k].drive);
+  return out;
+}
+
+}  // namespace condsim

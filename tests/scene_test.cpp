@@ -1,0 +1,89 @@
+// Scene files (io/scene.h): the shipped box-sliding scene reproduces the analytic sliding law
+// through the loader (cond-paper Sec. V-B), and every kind of bad input is an error naming the
+// file and the JSON pointer (or the line and column of a syntax error).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "io/scene.h"
+#include "test_util.h"
+
+namespace condsim {
+namespace {
+
+// the error message of parsing `text`, or "" when it parses
+std::string ParseError(const std::string& text) {
+  try {
+    ParseScene(text, "t.json", "");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// scenes/box_sliding.json: y = (F / m - mu g) t^2 / 2 to 0.01 mm (Table I's accuracy)
+TEST(Scene, BoxSlidingSceneFollowsTheAnalyticLaw) {
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/box_sliding.json");
+  EXPECT_EQ(scene.name, "box_sliding");
+  ASSERT_EQ(scene.rigid.size(), 1u);
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  const Scalar a = 2.0 / 0.5 - 0.2 * 9.81;
+  Scalar mean = 0;
+  const int steps = int(std::lround(scene.duration / scene.world.dt));
+  for (int k = 0; k < steps; ++k) {
+    sw.world->Step();
+    const Scalar t = sw.world->time();
+    mean += Norm(sw.world->rigid_body(sw.rigid_ids[0]).x - Vec3(0, 0.5 * a * t * t, 0.1)) / steps;
+  }
+  std::printf("box_sliding.json: mean error %.3g mm over %d steps\n", mean * 1e3, steps);
+  EXPECT_LT(mean, 1e-5);
+}
+
+// every shipped scene file loads (values in range, files present)
+TEST(Scene, ShippedScenesLoad) {
+  for (const char* name : {"box_sliding.json", "anisotropic_box.json"}) {
+    EXPECT_NO_THROW(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name)) << name;
+  }
+}
+
+TEST(Scene, BadInputNamesFileAndPath) {
+  // syntax: line and column
+  EXPECT_NE(ParseError("{\n  \"name\": \"x\"\n  \"duration\": 1\n}").find("t.json:3:12: invalid JSON"), std::string::npos)
+      << ParseError("{\n  \"name\": \"x\"\n  \"duration\": 1\n}");
+  // unknown keys
+  EXPECT_NE(ParseError(R"({"durration": 1})").find("t.json: /durration: unknown key"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"world": {"dt": 0.01, "gravty": [0, 0, 0]}})").find("/world/gravty: unknown key"), std::string::npos);
+  // wrong types and ranges
+  EXPECT_NE(ParseError(R"({"duration": "long"})").find("/duration: expected a number, got string"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"world": {"dt": -0.01}})").find("/world/dt: -0.01 is outside (0, 1]"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"solver": {"projection": "fancy"}})").find("/solver/projection:"), std::string::npos);
+  const std::string rigid = R"({"rigid_bodies": [{"shape": "box", "half_extents": [0.1, 0.1, 0.1], "mass": 0, "position": [0, 0, 0]}]})";
+  EXPECT_NE(ParseError(rigid).find("/rigid_bodies/0/mass: 0 is outside (0, inf]"), std::string::npos) << ParseError(rigid);
+  EXPECT_NE(ParseError(R"({"rigid_bodies": [{"shape": "cone", "mass": 1}]})").find("/rigid_bodies/0/shape: 'cone' is not a shape"),
+            std::string::npos);
+  EXPECT_NE(ParseError(R"({"rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1}]})").find("/rigid_bodies/0/position: missing"),
+            std::string::npos);
+  EXPECT_NE(ParseError(R"({"static": [{"type": "plane", "mu": [0.1]}]})").find("/static/0/mu:"), std::string::npos);
+  // references and files
+  const std::string joint =
+      R"({"rigid_bodies": [{"name": "a", "shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 0]}],
+          "joints": [{"type": "fixed", "body": "a", "base": "b", "anchor": [0, 0, 0]}]})";
+  EXPECT_NE(ParseError(joint).find("/joints/0/base: no rigid body named 'b'"), std::string::npos) << ParseError(joint);
+  const std::string missing = R"({"fem_bodies": [{"mesh": {"file": "nowhere.msh"}, "material": {}}]})";
+  EXPECT_NE(ParseError(missing).find("/fem_bodies/0/mesh/file:"), std::string::npos) << ParseError(missing);
+  // a file: its name leads the message
+  try {
+    LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/tests/data/bad_poisson.json");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad_poisson.json: /fem_bodies/0/material/poisson: 0.55 is outside (-1, 0.5)"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(LoadScene("/no/such/scene.json"), Error);
+}
+
+}  // namespace
+}  // namespace condsim
