@@ -303,6 +303,7 @@ std::vector<Scalar> World::FemVelocities(Index body) const {
 
 void World::SetFemVelocities(Index body, const std::vector<Scalar>& v) {
   CheckBody(body, 1);
+  for (Scalar c : v) CONDSIM_CHECK(std::isfinite(c), "world: SetFemVelocities of body " << body << ": velocities must be finite");
   fem_[bodies_[body].second]->v.CopyFromHost(v);
 }
 
@@ -854,7 +855,10 @@ StepStats World::Step() {
   stats.cond = solver_->Solve(system_->matrix(), system_->rhs(), &v_);
   stats.contacts = contacts.size();
   stats.virtual_nodes = vn.size();
-  // divergence: report and leave the state untouched
+  // divergence: report and leave the state untouched (the solver keeps a failed environment at
+  // its last finite iterate, which is no solution either)
+  CONDSIM_CHECK(stats.cond.failed_envs.empty(), "world: environment 0 diverged (the COND iteration became NaN/Inf) at step "
+                                                    << steps_ << " (t = " << time_ << " s)");
   const std::vector<Scalar> vhat = v_.ToHost();
   for (std::size_t b = 0; b < bodies_.size(); ++b) {
     const std::size_t d = bodies_[b].first == 1 ? std::size_t(bodies_[b].second) : fem_.size() + std::size_t(bodies_[b].second);
