@@ -90,6 +90,7 @@ int RunSceneFile(const Args& args) {
   for (; done < steps; ++done) {
     StepStats st;
     try {
+      ApplyControls(scene, &sw);
       st = world.Step();
     } catch (const Error& e) {
       diverged = std::string(e.what()).find("diverged") != std::string::npos;

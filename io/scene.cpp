@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -111,6 +113,19 @@ class Value {
 std::string Join(const std::string& dir, const std::string& file) {
   if (file.empty() || file[0] == '/' || dir.empty()) return file;
   return dir + "/" + file;
+}
+
+// f(item, index) for every item of the array v[key], when present
+template <class F>
+void ForEach(const Value& v, const std::string& key, F&& f) {
+  if (!v.Has(key)) return;
+  const Value list = v.At(key);
+  for (std::size_t i = 0, n = list.Array(); i < n; ++i) f(list.At(i), i);
+}
+
+// registers an item's name (unique within its list) with its index
+void AddName(const Value& item, const std::string& name, std::map<std::string, Index>* names) {
+  if (!names->emplace(name, static_cast<Index>(names->size())).second) item.At("name").Fail("duplicate name");
 }
 
 // runs `f`, turning its condsim::Error into one naming the scene value
@@ -322,7 +337,131 @@ SceneJoint ParseJoint(const Value& v, const std::map<std::string, Index>& rigid_
   return j;
 }
 
+// numbers from a text file, whitespace separated (trajectory samples)
+std::vector<double> ReadNumbers(const Value& v, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) v.Fail("cannot open '" + path + "'");
+  std::vector<double> out;
+  std::string tok;
+  while (in >> tok) {
+    char* end = nullptr;
+    const double x = std::strtod(tok.c_str(), &end);
+    if (end == tok.c_str() || *end != '\0' || !std::isfinite(x))
+      v.Fail("'" + path + "': value " + std::to_string(out.size()) + " ('" + tok + "') is not a finite number");
+    out.push_back(x);
+  }
+  return out;
+}
+
+SceneTrajectory ParseTrajectory(const Value& v, const std::string& dir) {
+  v.Object({"positions_file", "rotations_file", "dt", "offset", "waypoints"});
+  SceneTrajectory tr;
+  if (v.Has("waypoints")) {
+    if (v.Has("positions_file")) v.Fail("give either waypoints or positions_file, not both");
+    const Value list = v.At("waypoints");
+    for (std::size_t i = 0, n = list.Array(); i < n; ++i) {
+      const Value w = list.At(i);
+      w.Object({"t", "position", "rotation", "quaternion"});
+      const double t = w.At("t").Number(0, kInf);
+      if (!tr.t.empty() && !(t > tr.t.back())) w.At("t").Fail("waypoint times must increase");
+      tr.t.push_back(t);
+      tr.p.push_back(w.At("position").Vector());
+      tr.q.push_back(w.Orientation());
+    }
+    if (tr.t.empty()) list.Fail("needs at least one waypoint");
+  } else {
+    // samples every dt: x y z per position; 9 numbers (row-major rotation matrix) per rotation
+    const double dt = v.At("dt").Number(0, kInf, true);
+    const Value pf = v.At("positions_file");
+    const std::vector<double> p = ReadNumbers(pf, Join(dir, pf.String()));
+    if (p.empty() || p.size() % 3 != 0) pf.Fail("needs 3 numbers per position, got " + std::to_string(p.size()));
+    const Vec3 offset = v.Vector("offset", Vec3());
+    std::vector<double> r;
+    if (v.Has("rotations_file")) {
+      const Value rf = v.At("rotations_file");
+      r = ReadNumbers(rf, Join(dir, rf.String()));
+      if (r.size() != 3 * p.size()) rf.Fail("needs 9 numbers per position (" + std::to_string(p.size() / 3) + " positions)");
+    }
+    for (std::size_t k = 0; k < p.size() / 3; ++k) {
+      tr.t.push_back(dt * double(k));
+      tr.p.push_back(Vec3(p[3 * k], p[3 * k + 1], p[3 * k + 2]) + offset);
+      if (r.empty()) {
+        tr.q.push_back(Quat());
+      } else {
+        const double* m = r.data() + 9 * k;
+        const Mat3 rot(m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8]);
+        if (FrobeniusNorm(rot * Transpose(rot) - Mat3::Identity()) > 1e-3 || Determinant(rot) < 0)
+          v.At("rotations_file").Fail("rotation " + std::to_string(k) + " is not a rotation matrix");
+        tr.q.push_back(FromMatrix(rot));
+      }
+    }
+  }
+  return tr;
+}
+
+RodMaterial ParseRodMaterial(const Value& m) {
+  m.Object({"radius", "young", "poisson", "density", "rayleigh_alpha", "rayleigh_beta", "geometric_stiffness"});
+  RodMaterial r;
+  r.radius = m.Number("radius", r.radius, 0, kInf, true);
+  r.young = m.Number("young", r.young, 0, kInf, true);
+  r.poisson = m.Number("poisson", r.poisson, -1, 0.5, true, true);
+  r.density = m.Number("density", r.density, 0, kInf, true);
+  r.rayleigh_alpha = m.Number("rayleigh_alpha", 0, 0, kInf);
+  r.rayleigh_beta = m.Number("rayleigh_beta", 0, 0, kInf);
+  r.geometric_stiffness = m.Bool("geometric_stiffness", r.geometric_stiffness);
+  return r;
+}
+
+RodEnd ParseRodEnd(const Value& v) {
+  v.Object({"attached", "stiffness_scale"});
+  RodEnd e;
+  e.attached = v.Bool("attached", false);
+  e.stiffness_scale = v.Number("stiffness_scale", 1, 0, kInf, true);
+  return e;
+}
+
+SceneRod ParseRod(const Value& v, std::size_t index) {
+  v.Object({"name", "points", "segments", "material", "start", "finish", "mu", "self_contact"});
+  SceneRod r;
+  r.name = v.String("name", "rod " + std::to_string(index));
+  const Value pts = v.At("points");
+  std::vector<Vec3> points;
+  for (std::size_t i = 0, n = pts.Array(); i < n; ++i) points.push_back(pts.At(i).Vector());
+  if (points.size() < 2) pts.Fail("a cable needs at least 2 points");
+  const Index segments = Index(v.At("segments").Integer(2, 10000000));
+  r.geometry = Checked(pts, [&] { return MakePolylineRod(points, segments); });
+  r.material = v.Has("material") ? ParseRodMaterial(v.At("material")) : RodMaterial();
+  if (v.Has("start")) r.start = ParseRodEnd(v.At("start"));
+  if (v.Has("finish")) r.finish = ParseRodEnd(v.At("finish"));
+  r.mu = v.Number("mu", 0.5, 0, kInf);
+  r.self_contact = v.Bool("self_contact", true);
+  return r;
+}
+
 }  // namespace
+
+void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const {
+  *v = Vec3();
+  *w = Vec3();
+  if (time <= t.front() || t.size() == 1) {
+    *position = p.front();
+    *orientation = q.front();
+    return;
+  }
+  if (time >= t.back()) {
+    *position = p.back();
+    *orientation = q.back();
+    return;
+  }
+  const std::size_t k = std::size_t(std::upper_bound(t.begin(), t.end(), time) - t.begin()) - 1;
+  const Scalar h = t[k + 1] - t[k], s = (time - t[k]) / h;
+  *position = (1 - s) * p[k] + s * p[k + 1];
+  // the relative rotation q_{k+1} q_k^-1 as a rotation vector, scaled
+  const Vec3 rel = LogRotation(ToMatrix(q[k + 1]) * Transpose(ToMatrix(q[k])));
+  *orientation = Normalized(FromRotationVector(s * rel) * q[k]);
+  *v = (1 / h) * (p[k + 1] - p[k]);
+  *w = (1 / h) * rel;
+}
 
 Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir) {
   Json root;
@@ -345,43 +484,60 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   scene.source = source;
   const Value v(root, "", source);
   v.Object({"name", "description", "duration", "world", "solver", "static", "static_meshes", "rigid_bodies", "fem_bodies",
-            "joints"});
+            "joints", "rods", "rod_end_drives", "pose_drives"});
   scene.name = v.String("name", source);
   scene.description = v.String("description", "");
   scene.duration = v.Number("duration", 1, 0, kInf, true);
   if (v.Has("world")) ParseWorld(v.At("world"), &scene.world);
   if (v.Has("solver")) ParseSolver(v.At("solver"), &scene.world.cond);
-  if (v.Has("static"))
-    for (std::size_t i = 0, n = v.At("static").Array(); i < n; ++i) scene.statics.push_back(ParseStatic(v.At("static").At(i)));
-  if (v.Has("static_meshes")) {
-    const Value list = v.At("static_meshes");
-    for (std::size_t i = 0, n = list.Array(); i < n; ++i) {
-      const Value m = list.At(i);
-      m.Object({"name", "file", "mu"});
-      SceneMesh sm;
-      sm.name = m.String("name", "static mesh " + std::to_string(i));
-      const Value f = m.At("file");
-      sm.mesh = Checked(f, [&] { return ReadSurface(Join(dir, f.String())); });
-      sm.mu = m.Number("mu", 0.5, 0, kInf);
-      scene.meshes.push_back(std::move(sm));
-    }
-  }
-  std::map<std::string, Index> rigid_names;
-  if (v.Has("rigid_bodies")) {
-    const Value list = v.At("rigid_bodies");
-    for (std::size_t i = 0, n = list.Array(); i < n; ++i) {
-      scene.rigid.push_back(ParseRigid(list.At(i), dir, i));
-      if (!rigid_names.emplace(scene.rigid.back().name, Index(i)).second) list.At(i).At("name").Fail("duplicate name");
-    }
-  }
-  if (v.Has("fem_bodies")) {
-    const Value list = v.At("fem_bodies");
-    for (std::size_t i = 0, n = list.Array(); i < n; ++i) scene.fem.push_back(ParseFem(list.At(i), dir, i));
-  }
-  if (v.Has("joints")) {
-    const Value list = v.At("joints");
-    for (std::size_t i = 0, n = list.Array(); i < n; ++i) scene.joints.push_back(ParseJoint(list.At(i), rigid_names));
-  }
+  ForEach(v, "static", [&](const Value& item, std::size_t) { scene.statics.push_back(ParseStatic(item)); });
+  ForEach(v, "static_meshes", [&](const Value& m, std::size_t i) {
+    m.Object({"name", "file", "mu"});
+    SceneMesh sm;
+    sm.name = m.String("name", "static mesh " + std::to_string(i));
+    const Value f = m.At("file");
+    sm.mesh = Checked(f, [&] { return ReadSurface(Join(dir, f.String())); });
+    sm.mu = m.Number("mu", 0.5, 0, kInf);
+    scene.meshes.push_back(std::move(sm));
+  });
+  std::map<std::string, Index> rigid_names, rod_names;
+  ForEach(v, "rigid_bodies", [&](const Value& item, std::size_t i) {
+    scene.rigid.push_back(ParseRigid(item, dir, i));
+    AddName(item, scene.rigid.back().name, &rigid_names);
+  });
+  ForEach(v, "fem_bodies", [&](const Value& item, std::size_t i) { scene.fem.push_back(ParseFem(item, dir, i)); });
+  ForEach(v, "joints", [&](const Value& item, std::size_t) { scene.joints.push_back(ParseJoint(item, rigid_names)); });
+  ForEach(v, "rods", [&](const Value& item, std::size_t i) {
+    scene.rods.push_back(ParseRod(item, i));
+    AddName(item, scene.rods.back().name, &rod_names);
+  });
+  ForEach(v, "rod_end_drives", [&](const Value& d, std::size_t) {
+    d.Object({"rod", "end", "trajectory"});
+    SceneRodEndDrive drive;
+    const auto it = rod_names.find(d.At("rod").String());
+    if (it == rod_names.end()) d.At("rod").Fail("no rod named '" + d.At("rod").String() + "'");
+    drive.rod = it->second;
+    const std::string end = d.String("end", "start");
+    if (end != "start" && end != "finish") d.At("end").Fail("'" + end + "' is not an end (valid: start, finish)");
+    drive.end = end == "start" ? 0 : 1;
+    const SceneRod& rod = scene.rods[drive.rod];
+    if (!(drive.end == 0 ? rod.start : rod.finish).attached) d.At("end").Fail("the rod's " + end + " end is not attached");
+    drive.trajectory = ParseTrajectory(d.At("trajectory"), dir);
+    scene.rod_end_drives.push_back(std::move(drive));
+  });
+  ForEach(v, "pose_drives", [&](const Value& d, std::size_t) {
+    d.Object({"body", "k_lin", "d_lin", "k_ang", "d_ang", "trajectory"});
+    ScenePoseDrive drive;
+    const auto it = rigid_names.find(d.At("body").String());
+    if (it == rigid_names.end()) d.At("body").Fail("no rigid body named '" + d.At("body").String() + "'");
+    drive.body = it->second;
+    drive.gains.k_lin = d.Number("k_lin", 0, 0, kInf);
+    drive.gains.d_lin = d.Number("d_lin", 0, 0, kInf);
+    drive.gains.k_ang = d.Number("k_ang", 0, 0, kInf);
+    drive.gains.d_ang = d.Number("d_ang", 0, 0, kInf);
+    drive.trajectory = ParseTrajectory(d.At("trajectory"), dir);
+    scene.pose_drives.push_back(std::move(drive));
+  });
   // every value checked again by its owner (e.g. the principal inertia of a body)
   Checked(v, [&] {
     scene.world.Validate();
@@ -414,6 +570,18 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   for (const SceneMesh& m : scene.meshes) w.AddStaticMesh(m.mesh, m.mu, m.name);
   for (const SceneRigid& r : scene.rigid) out.rigid_ids.push_back(w.AddRigid(r.body));
   for (const SceneFem& f : scene.fem) out.fem_ids.push_back(w.AddFem(f.mesh, f.material, f.name, f.mu, f.self_contact));
+  for (const SceneRod& r : scene.rods)
+    out.rod_ids.push_back(w.AddRod(r.geometry, r.material, r.start, r.finish, r.name, r.mu, r.self_contact));
+  // a driven cable end keeps its pose in the frame of the trajectory's first pose
+  for (const SceneRodEndDrive& d : scene.rod_end_drives) {
+    const RodGeometry& g = scene.rods[d.rod].geometry;
+    const std::size_t s = d.end == 0 ? 0 : g.centers.size() - 1;
+    const Mat3 frame = ToMatrix(g.frames[s]);
+    const Vec3 tip = g.centers[s] + Scalar(d.end == 0 ? -0.5 : 0.5) * Scalar(g.segment_length) * frame.Col(2);
+    const Mat3 r0t = Transpose(ToMatrix(d.trajectory.q.front()));
+    out.end_offset.push_back(r0t * (tip - d.trajectory.p.front()));
+    out.end_rotation.push_back(FromMatrix(r0t * frame));
+  }
   std::vector<Index> joint_ids;
   for (const SceneJoint& j : scene.joints) {
     Joint jt = j.joint;
@@ -428,6 +596,25 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   for (std::size_t k = 0; k < scene.joints.size(); ++k)
     if (scene.joints[k].driven) w.SetJointDrive(joint_ids[k], scene.joints[k].drive);
   return out;
+}
+
+void ApplyControls(const Scene& scene, SceneWorld* sw) {
+  World& w = *sw->world;
+  const Scalar tm = w.time() + scene.world.dt / 2;
+  for (std::size_t k = 0; k < scene.rod_end_drives.size(); ++k) {
+    const SceneRodEndDrive& d = scene.rod_end_drives[k];
+    Vec3 p, v, om;
+    Quat q;
+    d.trajectory.Sample(tm, &p, &q, &v, &om);
+    const Mat3 r = ToMatrix(q);
+    const Vec3 arm = r * sw->end_offset[k];
+    w.rod_model(sw->rod_ids[d.rod]).SetEndPose(d.end, p + arm, Normalized(q * sw->end_rotation[k]), v + Cross(om, arm), om);
+  }
+  for (const ScenePoseDrive& d : scene.pose_drives) {
+    PoseDrive drive = d.gains;
+    d.trajectory.Sample(tm, &drive.p, &drive.q, &drive.v, &drive.omega);
+    w.SetPoseDrive(sw->rigid_ids[d.body], drive);
+  }
 }
 
 }  // namespace condsim

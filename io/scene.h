@@ -34,6 +34,40 @@ struct SceneMesh {
   Scalar mu = 0.5;
 };
 
+struct SceneRod {
+  std::string name;
+  RodGeometry geometry;
+  RodMaterial material;
+  RodEnd start, finish;
+  Scalar mu = 0.5;
+  bool self_contact = true;
+};
+
+// a pose over time: samples every `dt` from t = 0 (held after the last), or waypoints
+// interpolated linearly in position and along the geodesic in orientation
+struct SceneTrajectory {
+  std::vector<Scalar> t;     // sample times [s], increasing
+  std::vector<Vec3> p;       // [m]
+  std::vector<Quat> q;
+  // pose and velocities at time `time` (finite differences over the sample interval)
+  void Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const;
+};
+
+// a cable end carried by a trajectory: the end keeps the pose it has relative to the
+// trajectory's first pose (a gripper holding it)
+struct SceneRodEndDrive {
+  Index rod = -1;   // index into Scene::rods
+  int end = 0;      // 0 start, 1 finish
+  SceneTrajectory trajectory;
+};
+
+// a rigid body pulled along a trajectory by a pose drive (models/rigid/rigid_model.h)
+struct ScenePoseDrive {
+  Index body = -1;  // index into Scene::rigid
+  PoseDrive gains;  // k_lin, d_lin, k_ang, d_ang
+  SceneTrajectory trajectory;
+};
+
 struct SceneJoint {
   Joint joint;            // bodies resolved to indices into Scene::rigid (-1: world)
   bool driven = false;
@@ -50,6 +84,9 @@ struct Scene {
   std::vector<SceneRigid> rigid;
   std::vector<SceneFem> fem;
   std::vector<SceneJoint> joints;
+  std::vector<SceneRod> rods;
+  std::vector<SceneRodEndDrive> rod_end_drives;
+  std::vector<ScenePoseDrive> pose_drives;
   std::uint64_t hash = 0;  // FNV-1a of the file's bytes
 };
 
@@ -61,8 +98,12 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
 // a world built from a scene, with the ids of its bodies in scene order
 struct SceneWorld {
   std::unique_ptr<World> world;
-  std::vector<Index> rigid_ids, fem_ids;
+  std::vector<Index> rigid_ids, fem_ids, rod_ids;
+  std::vector<Vec3> end_offset;  // per rod end drive: the end's position in the first pose's frame
+  std::vector<Quat> end_rotation;  // and its orientation there
 };
 SceneWorld BuildWorld(const Scene& scene, Backend* backend);
+// sets the scene's drives for the coming step (targets at its mid-step time); call before Step
+void ApplyControls(const Scene& scene, SceneWorld* world);
 
 }  // namespace condsim

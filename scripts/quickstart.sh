@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # condsim quick start: installs the Debian 12 packages that are missing (as root, idempotent),
 # configures and builds into ./build, then
-#   quickstart.sh run [args]   runs the default scene (condsim run [args])
+#   quickstart.sh run [args]   runs the default scene, scenes/cable_winding.json (or condsim run [args])
 #   quickstart.sh test         runs the whole test suite (ctest)
 # Environment: BUILD_DIR (default build), JOBS (default 2), CONDSIM_CMAKE_ARGS (extra cmake args).
 set -euo pipefail
@@ -39,6 +39,8 @@ grep -- "-- condsim:" "$build/configure.log" || true
 cmake --build "$build" -j"${JOBS:-2}"
 
 if [ "$mode" = run ]; then
+  # the default scene: the paper's cable winding (160 segments, 2 s simulated) on the CPU
+  if [ $# -eq 0 ]; then set -- scenes/cable_winding.json --backend cpu; fi
   "$build/condsim" run "$@"
 else
   cd "$build"
