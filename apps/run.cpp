@@ -21,6 +21,7 @@
 
 #include "apps/args.h"
 #include "condsim/build_info.h"
+#include "io/output.h"
 #include "io/scene.h"
 #include "condsim/backend.h"
 #include "condsim/batch.h"
@@ -78,6 +79,15 @@ int RunSceneFile(const Args& args) {
   std::filesystem::create_directories(out_dir);
   SceneWorld sw = BuildWorld(scene, sel.backend.get());
   World& world = *sw.world;
+  // trajectory frames every `every` steps (the scene's output frame rate), the first at t = 0
+  const bool record = scene.frame_rate > 0 && !args.Flag("--no-output");
+  if (record && !HaveHdf5() && !quiet) std::cout << "condsim run: built without HDF5: no trajectory file, summary.json only\n";
+  const long long every = record ? std::max<long long>(1, std::llround(1 / (scene.frame_rate * dt))) : 0;
+  std::unique_ptr<Recorder> recorder;
+  if (record && HaveHdf5()) {
+    recorder = std::make_unique<Recorder>(scene, sw);
+    recorder->AddFrame(sw);
+  }
   if (!quiet) std::cout << "condsim run " << path << ": " << scene.name << ", " << steps << " steps of " << dt << " s on "
                         << sel.backend->Describe() << "\n";
   const bool tty = isatty(fileno(stderr));
@@ -97,6 +107,10 @@ int RunSceneFile(const Args& args) {
       if (!diverged) throw;
       failure = e.what();
       break;
+    }
+    if (recorder) {
+      recorder->AddStats(st);
+      if ((done + 1) % every == 0) recorder->AddFrame(sw);
     }
     iterations += st.cond.iterations;
     contacts += double(st.contacts);
@@ -141,6 +155,11 @@ int RunSceneFile(const Args& args) {
   summary["wall_s"] = wall;
   summary["diverged"] = diverged;
   if (diverged) summary["failure"] = failure;
+  if (recorder) {
+    recorder->Write(out_dir + "/output.h5");
+    summary["output"] = out_dir + "/output.h5";
+    summary["frames"] = recorder->num_frames();
+  }
   // written under a temporary name, renamed when complete
   const std::string file = out_dir + "/summary.json", tmp = file + ".part";
   {
@@ -171,12 +190,13 @@ int RunSceneFile(const Args& args) {
 
 int RunScene(const std::vector<std::string>& argv) {
   const Args args(argv, {"--backend", "--envs", "--nodes", "--tol", "--max-iters", "--steps", "--duration", "--out", "--threads"},
-                  {"--help", "--quiet"}, "run");
+                  {"--help", "--quiet", "--no-output"}, "run");
   if (args.Flag("--help")) {
     std::cout << "usage: condsim run SCENE.json [--backend cpu|cuda|auto] [--steps N | --duration S]\n"
-                 "       [--out DIR] [--threads N] [--quiet]\n"
+                 "       [--out DIR] [--threads N] [--quiet] [--no-output]\n"
                  "steps a scene file (docs/scene-format.md): progress, a summary table and\n"
-                 "DIR/summary.json (default DIR: condsim-out/<scene name>).\n"
+                 "DIR/summary.json (default DIR: condsim-out/<scene name>), and DIR/output.h5 + .xmf\n"
+                 "when the scene sets output.frame_rate (--no-output: skip it).\n"
                  "Without a scene: the placeholder default (one implicit step of a batch of hanging\n"
                  "chains) with [--envs 8] [--nodes 1000] [--tol 1e-10] [--max-iters 10000].\n";
     return 0;

@@ -484,11 +484,16 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   scene.source = source;
   const Value v(root, "", source);
   v.Object({"name", "description", "duration", "world", "solver", "static", "static_meshes", "rigid_bodies", "fem_bodies",
-            "joints", "rods", "rod_end_drives", "pose_drives"});
+            "joints", "rods", "rod_end_drives", "pose_drives", "output"});
   scene.name = v.String("name", source);
   scene.description = v.String("description", "");
   scene.duration = v.Number("duration", 1, 0, kInf, true);
   if (v.Has("world")) ParseWorld(v.At("world"), &scene.world);
+  if (v.Has("output")) {
+    const Value o = v.At("output");
+    o.Object({"frame_rate"});
+    scene.frame_rate = o.Number("frame_rate", 0, 0, 1e6);
+  }
   if (v.Has("solver")) ParseSolver(v.At("solver"), &scene.world.cond);
   ForEach(v, "static", [&](const Value& item, std::size_t) { scene.statics.push_back(ParseStatic(item)); });
   ForEach(v, "static_meshes", [&](const Value& m, std::size_t i) {

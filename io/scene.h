@@ -87,6 +87,7 @@ struct Scene {
   std::vector<SceneRod> rods;
   std::vector<SceneRodEndDrive> rod_end_drives;
   std::vector<ScenePoseDrive> pose_drives;
+  Scalar frame_rate = 0;   // output frames per second (0: no trajectory file)
   std::uint64_t hash = 0;  // FNV-1a of the file's bytes
 };
 
