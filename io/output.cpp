@@ -51,6 +51,7 @@ Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(sc
     t.count = 1;
     tracks_.push_back(std::move(t));
   }
+  statics_ = scene.statics;
   (void)world;
 }
 
@@ -161,6 +162,24 @@ void Recorder::Write(const std::string& path) const {
     H5Gclose(g);
   }
   H5Gclose(bodies);
+  // the static shapes (for pictures): type (0 plane, 1 sphere, 2 box, 3 capsule), pose, size
+  if (!statics_.empty()) {
+    const hid_t st = MakeGroup(file, "static");
+    std::vector<Index> type;
+    std::vector<Scalar> centre, quat, size;
+    for (const StaticShape& sh : statics_) {
+      type.push_back(static_cast<Index>(sh.type));
+      centre.insert(centre.end(), {sh.center[0], sh.center[1], sh.center[2]});
+      quat.insert(quat.end(), {sh.orientation.w, sh.orientation.x, sh.orientation.y, sh.orientation.z});
+      size.insert(size.end(), {sh.size[0], sh.size[1], sh.size[2]});
+    }
+    const hsize_t ns = statics_.size();
+    WriteData(st, "type", H5T_NATIVE_INT32, {ns}, type.data(), name);
+    WriteData(st, "center", dbl, {ns, 3}, centre.data(), name);
+    WriteData(st, "quaternion", dbl, {ns, 4}, quat.data(), name);
+    WriteData(st, "size", dbl, {ns, 3}, size.data(), name);
+    H5Gclose(st);
+  }
   const hid_t contacts = MakeGroup(file, "contacts");
   const hsize_t nc = contact_bodies_.size() / 2;
   WriteData(contacts, "offset", H5T_NATIVE_INT32, {contact_offset_.size()}, contact_offset_.data(), name);

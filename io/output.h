@@ -36,6 +36,7 @@ class Recorder {
   std::uint64_t scene_hash_ = 0;
   Scalar dt_ = 0;
   std::vector<Track> tracks_;
+  std::vector<StaticShape> statics_;
   std::vector<Scalar> time_;
   // contacts of every frame, concatenated; frame f has entries offset[f] .. offset[f+1)
   std::vector<Index> contact_offset_{0}, contact_bodies_;

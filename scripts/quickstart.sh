@@ -11,8 +11,9 @@ mode=${1:-run}
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test [condsim run args]" >&2; exit 2 ;; esac
 
 # required: compiler, cmake, ninja, Eigen, nlohmann-json, GoogleTest; optional but installed
-# when available: HDF5 (output), TetGen (surface meshes)
-packages="g++ cmake ninja-build pkg-config libeigen3-dev nlohmann-json3-dev libgtest-dev libhdf5-dev libtet1.5-dev"
+# when available: HDF5 (output), TetGen (surface meshes), python3-h5py + python3-matplotlib
+# (scripts/render.py)
+packages="g++ cmake ninja-build pkg-config libeigen3-dev nlohmann-json3-dev libgtest-dev libhdf5-dev libtet1.5-dev python3-h5py python3-matplotlib"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
