@@ -51,6 +51,14 @@ Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(sc
     t.count = 1;
     tracks_.push_back(std::move(t));
   }
+  for (const SceneGripper& g : scene.grippers)
+    for (const char* part : {"palm", "finger0", "finger1"}) {
+      Track t;
+      t.name = g.name + "_" + part;
+      t.kind = "rigid";
+      t.count = 1;
+      tracks_.push_back(std::move(t));
+    }
   statics_ = scene.statics;
   (void)world;
 }
@@ -77,8 +85,10 @@ void Recorder::AddFrame(const SceneWorld& sw) {
     const std::vector<Scalar> q = w.rod_model(sw.rod_ids[k]).orientations().ToHost();
     tracks_[t].q.insert(tracks_[t].q.end(), q.begin(), q.end());
   }
-  for (std::size_t k = 0; k < sw.rigid_ids.size(); ++k, ++t) {
-    const RigidBody& b = w.rigid_body(sw.rigid_ids[k]);
+  std::vector<Index> rigid = sw.rigid_ids;
+  for (const Gripper& g : sw.grippers) rigid.insert(rigid.end(), {g.palm, g.finger[0], g.finger[1]});
+  for (std::size_t k = 0; k < rigid.size(); ++k, ++t) {
+    const RigidBody& b = w.rigid_body(rigid[k]);
     tracks_[t].x.insert(tracks_[t].x.end(), {b.x[0], b.x[1], b.x[2]});
     tracks_[t].q.insert(tracks_[t].q.end(), {b.q.w, b.q.x, b.q.y, b.q.z});
   }

@@ -438,6 +438,47 @@ SceneRod ParseRod(const Value& v, std::size_t index) {
   return r;
 }
 
+SceneGripper ParseGripper(const Value& v, const std::string& dir, std::size_t index) {
+  v.Object({"name", "position", "rotation", "quaternion", "palm_half", "finger_half", "palm_mass", "finger_mass", "opening", "mu",
+            "drive_k", "drive_d", "width", "palm_drive"});
+  SceneGripper g;
+  g.name = v.String("name", "gripper " + std::to_string(index));
+  GripperParams& p = g.params;
+  p.position = v.At("position").Vector();
+  p.orientation = v.Orientation();
+  p.palm_half = v.Vector("palm_half", p.palm_half);
+  p.finger_half = v.Vector("finger_half", p.finger_half);
+  p.palm_mass = v.Number("palm_mass", p.palm_mass, 0, kInf, true);
+  p.finger_mass = v.Number("finger_mass", p.finger_mass, 0, kInf, true);
+  p.opening = v.Number("opening", p.opening, 0, kInf, true);
+  p.mu = v.Number("mu", p.mu, 0, kInf);
+  p.drive_k = v.Number("drive_k", p.drive_k, 0, kInf);
+  p.drive_d = v.Number("drive_d", p.drive_d, 0, kInf);
+  Checked(v, [&] {
+    p.Validate();
+    return 0;
+  });
+  // width waypoints: [{"t": 0, "width": 0.09}, ...]; without them the gripper stays open
+  ForEach(v, "width", [&](const Value& w, std::size_t) {
+    w.Object({"t", "width"});
+    const double t = w.At("t").Number(0, kInf);
+    if (!g.width_t.empty() && !(t > g.width_t.back())) w.At("t").Fail("waypoint times must increase");
+    g.width_t.push_back(t);
+    g.width.push_back(w.At("width").Number(0, kInf));
+  });
+  if (v.Has("palm_drive")) {
+    const Value d = v.At("palm_drive");
+    d.Object({"k_lin", "d_lin", "k_ang", "d_ang", "trajectory"});
+    g.palm_driven = true;
+    g.palm.gains.k_lin = d.Number("k_lin", 0, 0, kInf);
+    g.palm.gains.d_lin = d.Number("d_lin", 0, 0, kInf);
+    g.palm.gains.k_ang = d.Number("k_ang", 0, 0, kInf);
+    g.palm.gains.d_ang = d.Number("d_ang", 0, 0, kInf);
+    g.palm.trajectory = ParseTrajectory(d.At("trajectory"), dir);
+  }
+  return g;
+}
+
 }  // namespace
 
 void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const {
@@ -484,7 +525,7 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   scene.source = source;
   const Value v(root, "", source);
   v.Object({"name", "description", "duration", "world", "solver", "static", "static_meshes", "rigid_bodies", "fem_bodies",
-            "joints", "rods", "rod_end_drives", "pose_drives", "output"});
+            "joints", "rods", "rod_end_drives", "pose_drives", "grippers", "output"});
   scene.name = v.String("name", source);
   scene.description = v.String("description", "");
   scene.duration = v.Number("duration", 1, 0, kInf, true);
@@ -543,6 +584,7 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
     drive.trajectory = ParseTrajectory(d.At("trajectory"), dir);
     scene.pose_drives.push_back(std::move(drive));
   });
+  ForEach(v, "grippers", [&](const Value& item, std::size_t i) { scene.grippers.push_back(ParseGripper(item, dir, i)); });
   // every value checked again by its owner (e.g. the principal inertia of a body)
   Checked(v, [&] {
     scene.world.Validate();
@@ -587,6 +629,7 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
     out.end_offset.push_back(r0t * (tip - d.trajectory.p.front()));
     out.end_rotation.push_back(FromMatrix(r0t * frame));
   }
+  for (const SceneGripper& g : scene.grippers) out.grippers.push_back(AddParallelGripper(&w, g.params));
   std::vector<Index> joint_ids;
   for (const SceneJoint& j : scene.joints) {
     Joint jt = j.joint;
@@ -619,6 +662,26 @@ void ApplyControls(const Scene& scene, SceneWorld* sw) {
     PoseDrive drive = d.gains;
     d.trajectory.Sample(tm, &drive.p, &drive.q, &drive.v, &drive.omega);
     w.SetPoseDrive(sw->rigid_ids[d.body], drive);
+  }
+  for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
+    const SceneGripper& g = scene.grippers[k];
+    if (g.palm_driven) {
+      PoseDrive drive = g.palm.gains;
+      g.palm.trajectory.Sample(tm, &drive.p, &drive.q, &drive.v, &drive.omega);
+      w.SetPoseDrive(sw->grippers[k].palm, drive);
+    }
+    if (g.width.empty()) continue;
+    // the pad gap: linear between waypoints, held outside
+    Scalar width = g.width.front(), rate = 0;
+    if (tm >= g.width_t.back()) {
+      width = g.width.back();
+    } else if (tm > g.width_t.front()) {
+      const std::size_t i = std::size_t(std::upper_bound(g.width_t.begin(), g.width_t.end(), tm) - g.width_t.begin()) - 1;
+      const Scalar h = g.width_t[i + 1] - g.width_t[i], s = (tm - g.width_t[i]) / h;
+      width = (1 - s) * g.width[i] + s * g.width[i + 1];
+      rate = (g.width[i + 1] - g.width[i]) / h;
+    }
+    SetGripperWidth(&w, sw->grippers[k], width, rate);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/fem/mesh_io.h"
+#include "models/world/gripper.h"
 #include "models/world/world.h"
 
 namespace condsim {
@@ -68,6 +69,16 @@ struct ScenePoseDrive {
   SceneTrajectory trajectory;
 };
 
+// a parallel two-finger gripper (models/world/gripper.h): its palm follows a trajectory by a
+// pose drive, its pad gap follows width waypoints (linear in time, held after the last)
+struct SceneGripper {
+  std::string name;
+  GripperParams params;
+  std::vector<Scalar> width_t, width;  // [s], [m]
+  ScenePoseDrive palm;                 // body unused (the gripper's palm)
+  bool palm_driven = false;
+};
+
 struct SceneJoint {
   Joint joint;            // bodies resolved to indices into Scene::rigid (-1: world)
   bool driven = false;
@@ -87,6 +98,7 @@ struct Scene {
   std::vector<SceneRod> rods;
   std::vector<SceneRodEndDrive> rod_end_drives;
   std::vector<ScenePoseDrive> pose_drives;
+  std::vector<SceneGripper> grippers;
   Scalar frame_rate = 0;   // output frames per second (0: no trajectory file)
   std::uint64_t hash = 0;  // FNV-1a of the file's bytes
 };
@@ -100,6 +112,7 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
 struct SceneWorld {
   std::unique_ptr<World> world;
   std::vector<Index> rigid_ids, fem_ids, rod_ids;
+  std::vector<Gripper> grippers;
   std::vector<Vec3> end_offset;  // per rod end drive: the end's position in the first pose's frame
   std::vector<Quat> end_rotation;  // and its orientation there
 };

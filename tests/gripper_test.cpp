@@ -63,7 +63,7 @@ TEST(Gripper, LiftsSoftBallAndHoldsItWithoutSlip) {
   GripperParams gp;
   gp.opening = 0.09;
   gp.finger_half = Vec3(0.005, 0.015, 0.025);
-  gp.position = Vec3(0, 0, radius + gp.palm_half[2] + 0.02);  // finger tips 5 mm above the floor
+  gp.position = Vec3(0, 0, radius + gp.palm_half[2] + 0.02);  // finger tips level with the floor
   gp.mu = 0.8;
   gp.drive_k = 400;
   gp.drive_d = 20;

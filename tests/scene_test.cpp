@@ -89,6 +89,39 @@ TEST(Scene, CableWindingSceneFollowsTheRecordedTrajectory) {
   EXPECT_LT(below, 1e-4);
 }
 
+// a gripper from a scene file closes on a soft ball (the gripper test's ball) by its width
+// waypoints: its pads stop at the ball (the gap holds above the commanded width, the ball is
+// squeezed by the pads' force) and its palm follows the palm trajectory
+TEST(Scene, GripperClosesOnBall) {
+  const Scene scene = ParseScene(R"({
+    "world": {"dt": 0.01}, "solver": {"theta_threshold": 1e-5, "max_iterations": 5000},
+    "static": [{"type": "plane", "mu": 0.5}],
+    "fem_bodies": [{"name": "ball", "mesh": {"generator": "sphere", "center": [0, 0, 0.03], "radius": 0.03, "element_size": 0.012},
+                    "material": {"young": 5e5, "poisson": 0.35, "rayleigh_alpha": 5}, "self_contact": false}],
+    "grippers": [{"name": "g", "position": [0, 0, 0.065], "finger_half": [0.005, 0.015, 0.025], "opening": 0.09,
+                  "drive_k": 400, "drive_d": 20, "width": [{"t": 0, "width": 0.09}, {"t": 0.4, "width": 0.04}],
+                  "palm_drive": {"k_lin": 2e4, "d_lin": 400, "k_ang": 50, "d_ang": 5,
+                                 "trajectory": {"waypoints": [{"t": 0, "position": [0, 0, 0.065]}]}}}]})",
+                                 "t.json", "");
+  ASSERT_EQ(scene.grippers.size(), 1u);
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  ASSERT_EQ(sw.grippers.size(), 1u);
+  for (int k = 0; k < 60; ++k) {
+    ApplyControls(scene, &sw);
+    const StepStats st = sw.world->Step();
+    ASSERT_TRUE(st.cond.converged) << "step " << k;
+  }
+  const Scalar gap = GripperWidth(*sw.world, sw.grippers[0]);
+  const Vec3 force = sw.world->BodyWrench(sw.fem_ids[0]).force;
+  std::printf("gripper from a scene: pad gap %.2f mm (commanded 40, ball 60), palm at z %.5f m\n", gap * 1e3,
+              sw.world->rigid_body(sw.grippers[0].palm).x[2]);
+  EXPECT_GT(gap, 0.05);   // held open by the ball
+  EXPECT_LT(gap, 0.06);   // and squeezing it
+  EXPECT_NEAR(sw.world->rigid_body(sw.grippers[0].palm).x[2], 0.065, 1e-3);
+  EXPECT_LT(std::fabs(force[0]), 0.5);  // the two pads' pushes cancel
+}
+
 // every shipped scene file loads (values in range, files present)
 TEST(Scene, ShippedScenesLoad) {
   for (const char* name : {"box_sliding.json", "anisotropic_box.json", "cable_winding.json"}) {
