@@ -273,8 +273,10 @@ TetMesh ParseMesh(const Value& v, const std::string& dir) {
   g.Fail("'" + kind + "' is not a mesh generator (valid: box, sphere)");
 }
 
-SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
-  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity"});
+SceneTrajectory ParseTrajectory(const Value& v, const std::string& dir);
+
+SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index, std::vector<SceneTrajectory>* handles) {
+  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity", "handle"});
   SceneFem f;
   f.name = v.String("name", "fem " + std::to_string(index));
   f.mesh = ParseMesh(v.At("mesh"), dir);
@@ -292,6 +294,21 @@ SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
   if (!(Norm(vel) == 0)) v.At("velocity").Fail("initial FEM velocities are not supported yet (give 0)");
   const std::vector<std::string> problems = ValidateMesh(f.mesh, f.name);
   if (!problems.empty()) v.At("mesh").Fail(problems.front());
+  // a handle: {"box": [[x0, y0, z0], [x1, y1, z1]], "trajectory": {...}}
+  if (v.Has("handle")) {
+    const Value h = v.At("handle");
+    h.Object({"box", "trajectory"});
+    const Value box = h.At("box");
+    if (box.Array() != 2) box.Fail("expected two corners [[x0, y0, z0], [x1, y1, z1]]");
+    const Vec3 lo = box.At(0).Vector(), hi = box.At(1).Vector();
+    for (Index i = 0; i < f.mesh.num_nodes(); ++i) {
+      const Vec3 p = f.mesh.Node(i);
+      if (p[0] >= lo[0] && p[0] <= hi[0] && p[1] >= lo[1] && p[1] <= hi[1] && p[2] >= lo[2] && p[2] <= hi[2]) f.handle_nodes.push_back(i);
+    }
+    if (f.handle_nodes.empty()) box.Fail("the box holds no node of the mesh");
+    handles->push_back(ParseTrajectory(h.At("trajectory"), dir));
+    f.handle_trajectory = static_cast<Index>(handles->size()) - 1;
+  }
   return f;
 }
 
@@ -551,7 +568,9 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
     scene.rigid.push_back(ParseRigid(item, dir, i));
     AddName(item, scene.rigid.back().name, &rigid_names);
   });
-  ForEach(v, "fem_bodies", [&](const Value& item, std::size_t i) { scene.fem.push_back(ParseFem(item, dir, i)); });
+  ForEach(v, "fem_bodies", [&](const Value& item, std::size_t i) {
+    scene.fem.push_back(ParseFem(item, dir, i, &scene.handle_trajectories));
+  });
   ForEach(v, "joints", [&](const Value& item, std::size_t) { scene.joints.push_back(ParseJoint(item, rigid_names)); });
   ForEach(v, "rods", [&](const Value& item, std::size_t i) {
     scene.rods.push_back(ParseRod(item, i));
@@ -617,6 +636,8 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   for (const SceneMesh& m : scene.meshes) w.AddStaticMesh(m.mesh, m.mu, m.name);
   for (const SceneRigid& r : scene.rigid) out.rigid_ids.push_back(w.AddRigid(r.body));
   for (const SceneFem& f : scene.fem) out.fem_ids.push_back(w.AddFem(f.mesh, f.material, f.name, f.mu, f.self_contact));
+  for (std::size_t k = 0; k < scene.fem.size(); ++k)
+    if (!scene.fem[k].handle_nodes.empty()) w.fem_model(out.fem_ids[k]).SetPrescribedNodes(scene.fem[k].handle_nodes);
   for (const SceneRod& r : scene.rods)
     out.rod_ids.push_back(w.AddRod(r.geometry, r.material, r.start, r.finish, r.name, r.mu, r.self_contact));
   // a driven cable end keeps its pose in the frame of the trajectory's first pose
@@ -662,6 +683,24 @@ void ApplyControls(const Scene& scene, SceneWorld* sw) {
     PoseDrive drive = d.gains;
     d.trajectory.Sample(tm, &drive.p, &drive.q, &drive.v, &drive.omega);
     w.SetPoseDrive(sw->rigid_ids[d.body], drive);
+  }
+  // FEM handles: each node's velocity takes it to its carried position at the step's end
+  for (std::size_t k = 0; k < scene.fem.size(); ++k) {
+    const SceneFem& f = scene.fem[k];
+    if (f.handle_nodes.empty()) continue;
+    const SceneTrajectory& tr = scene.handle_trajectories[f.handle_trajectory];
+    Vec3 p, v, om;
+    Quat q;
+    tr.Sample(w.time() + scene.world.dt, &p, &q, &v, &om);
+    const Mat3 r = ToMatrix(q) * Transpose(ToMatrix(tr.q.front()));
+    const std::vector<Scalar> x = w.FemPositions(sw->fem_ids[k]);
+    std::vector<Scalar> vel;
+    for (Index i : f.handle_nodes) {
+      const Vec3 target = p + r * (f.mesh.Node(i) - tr.p.front());
+      const Vec3 u = (1 / scene.world.dt) * (target - LoadVec3(x.data(), i));
+      vel.insert(vel.end(), {u[0], u[1], u[2]});
+    }
+    w.fem_model(sw->fem_ids[k]).SetPrescribedVelocities(vel);
   }
   for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
     const SceneGripper& g = scene.grippers[k];

@@ -27,6 +27,8 @@ struct SceneFem {
   FemMaterial material;
   Scalar mu = 0.5;
   bool self_contact = true;
+  std::vector<Index> handle_nodes;  // prescribed nodes (empty: none)
+  Index handle_trajectory = -1;     // index into Scene::handle_trajectories
 };
 
 struct SceneMesh {
@@ -99,6 +101,9 @@ struct Scene {
   std::vector<SceneRodEndDrive> rod_end_drives;
   std::vector<ScenePoseDrive> pose_drives;
   std::vector<SceneGripper> grippers;
+  // trajectories of FEM handles (fem_bodies[].handle: the nodes inside a box move rigidly with
+  // it, keeping their positions in the frame of its first pose)
+  std::vector<SceneTrajectory> handle_trajectories;
   Scalar frame_rate = 0;   // output frames per second (0: no trajectory file)
   std::uint64_t hash = 0;  // FNV-1a of the file's bytes
 };
