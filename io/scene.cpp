@@ -128,6 +128,13 @@ void AddName(const Value& item, const std::string& name, std::map<std::string, I
   if (!names->emplace(name, static_cast<Index>(names->size())).second) item.At("name").Fail("duplicate name");
 }
 
+// the index of the item the string value names, or an error naming the value
+Index Lookup(const Value& v, const std::map<std::string, Index>& names, const char* what) {
+  const auto it = names.find(v.String());
+  if (it == names.end()) v.Fail(std::string("no ") + what + " named '" + v.String() + "'");
+  return it->second;
+}
+
 // runs `f`, turning its condsim::Error into one naming the scene value
 template <class F>
 auto Checked(const Value& v, F&& f) -> decltype(f()) {
@@ -275,7 +282,7 @@ TetMesh ParseMesh(const Value& v, const std::string& dir) {
 
 SceneTrajectory ParseTrajectory(const Value& v, const std::string& dir);
 
-SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index, std::vector<SceneTrajectory>* handles) {
+SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
   v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity", "handle"});
   SceneFem f;
   f.name = v.String("name", "fem " + std::to_string(index));
@@ -306,8 +313,7 @@ SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index, std
       if (p[0] >= lo[0] && p[0] <= hi[0] && p[1] >= lo[1] && p[1] <= hi[1] && p[2] >= lo[2] && p[2] <= hi[2]) f.handle_nodes.push_back(i);
     }
     if (f.handle_nodes.empty()) box.Fail("the box holds no node of the mesh");
-    handles->push_back(ParseTrajectory(h.At("trajectory"), dir));
-    f.handle_trajectory = static_cast<Index>(handles->size()) - 1;
+    f.handle_trajectory = ParseTrajectory(h.At("trajectory"), dir);
   }
   return f;
 }
@@ -325,14 +331,8 @@ SceneJoint ParseJoint(const Value& v, const std::map<std::string, Index>& rigid_
   } else {
     v.At("type").Fail("'" + type + "' is not a joint type (valid: fixed, prismatic, revolute)");
   }
-  auto body = [&](const std::string& key) -> Index {
-    const Value b = v.At(key);
-    const auto it = rigid_names.find(b.String());
-    if (it == rigid_names.end()) b.Fail("no rigid body named '" + b.String() + "'");
-    return it->second;
-  };
-  j.joint.body_i = body("body");
-  j.joint.body_j = v.Has("base") ? body("base") : -1;
+  j.joint.body_i = Lookup(v.At("body"), rigid_names, "rigid body");
+  j.joint.body_j = v.Has("base") ? Lookup(v.At("base"), rigid_names, "rigid body") : -1;
   if (j.joint.body_i == j.joint.body_j) v.At("base").Fail("a joint needs two different bodies");
   j.joint.anchor = v.At("anchor").Vector();
   j.joint.axis = v.Vector("axis", Vec3(0, 0, 1));
@@ -455,6 +455,17 @@ SceneRod ParseRod(const Value& v, std::size_t index) {
   return r;
 }
 
+// a pose drive's gains and trajectory (the caller checks the object's keys)
+ScenePoseDrive ParsePoseDrive(const Value& d, const std::string& dir) {
+  ScenePoseDrive drive;
+  drive.gains.k_lin = d.Number("k_lin", 0, 0, kInf);
+  drive.gains.d_lin = d.Number("d_lin", 0, 0, kInf);
+  drive.gains.k_ang = d.Number("k_ang", 0, 0, kInf);
+  drive.gains.d_ang = d.Number("d_ang", 0, 0, kInf);
+  drive.trajectory = ParseTrajectory(d.At("trajectory"), dir);
+  return drive;
+}
+
 SceneGripper ParseGripper(const Value& v, const std::string& dir, std::size_t index) {
   v.Object({"name", "position", "rotation", "quaternion", "palm_half", "finger_half", "palm_mass", "finger_mass", "opening", "mu",
             "drive_k", "drive_d", "width", "palm_drive"});
@@ -479,24 +490,27 @@ SceneGripper ParseGripper(const Value& v, const std::string& dir, std::size_t in
   ForEach(v, "width", [&](const Value& w, std::size_t) {
     w.Object({"t", "width"});
     const double t = w.At("t").Number(0, kInf);
-    if (!g.width_t.empty() && !(t > g.width_t.back())) w.At("t").Fail("waypoint times must increase");
-    g.width_t.push_back(t);
-    g.width.push_back(w.At("width").Number(0, kInf));
+    if (!g.width.t.empty() && !(t > g.width.t.back())) w.At("t").Fail("waypoint times must increase");
+    g.width.t.push_back(t);
+    g.width.p.push_back(Vec3(w.At("width").Number(0, kInf), 0, 0));
+    g.width.q.push_back(Quat());
   });
   if (v.Has("palm_drive")) {
     const Value d = v.At("palm_drive");
     d.Object({"k_lin", "d_lin", "k_ang", "d_ang", "trajectory"});
     g.palm_driven = true;
-    g.palm.gains.k_lin = d.Number("k_lin", 0, 0, kInf);
-    g.palm.gains.d_lin = d.Number("d_lin", 0, 0, kInf);
-    g.palm.gains.k_ang = d.Number("k_ang", 0, 0, kInf);
-    g.palm.gains.d_ang = d.Number("d_ang", 0, 0, kInf);
-    g.palm.trajectory = ParseTrajectory(d.At("trajectory"), dir);
+    g.palm = ParsePoseDrive(d, dir);
   }
   return g;
 }
 
 }  // namespace
+
+PoseDrive ScenePoseDrive::At(Scalar time) const {
+  PoseDrive drive = gains;
+  trajectory.Sample(time, &drive.p, &drive.q, &drive.v, &drive.omega);
+  return drive;
+}
 
 void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const {
   *v = Vec3();
@@ -568,9 +582,7 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
     scene.rigid.push_back(ParseRigid(item, dir, i));
     AddName(item, scene.rigid.back().name, &rigid_names);
   });
-  ForEach(v, "fem_bodies", [&](const Value& item, std::size_t i) {
-    scene.fem.push_back(ParseFem(item, dir, i, &scene.handle_trajectories));
-  });
+  ForEach(v, "fem_bodies", [&](const Value& item, std::size_t i) { scene.fem.push_back(ParseFem(item, dir, i)); });
   ForEach(v, "joints", [&](const Value& item, std::size_t) { scene.joints.push_back(ParseJoint(item, rigid_names)); });
   ForEach(v, "rods", [&](const Value& item, std::size_t i) {
     scene.rods.push_back(ParseRod(item, i));
@@ -579,9 +591,7 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   ForEach(v, "rod_end_drives", [&](const Value& d, std::size_t) {
     d.Object({"rod", "end", "trajectory"});
     SceneRodEndDrive drive;
-    const auto it = rod_names.find(d.At("rod").String());
-    if (it == rod_names.end()) d.At("rod").Fail("no rod named '" + d.At("rod").String() + "'");
-    drive.rod = it->second;
+    drive.rod = Lookup(d.At("rod"), rod_names, "rod");
     const std::string end = d.String("end", "start");
     if (end != "start" && end != "finish") d.At("end").Fail("'" + end + "' is not an end (valid: start, finish)");
     drive.end = end == "start" ? 0 : 1;
@@ -592,15 +602,8 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   });
   ForEach(v, "pose_drives", [&](const Value& d, std::size_t) {
     d.Object({"body", "k_lin", "d_lin", "k_ang", "d_ang", "trajectory"});
-    ScenePoseDrive drive;
-    const auto it = rigid_names.find(d.At("body").String());
-    if (it == rigid_names.end()) d.At("body").Fail("no rigid body named '" + d.At("body").String() + "'");
-    drive.body = it->second;
-    drive.gains.k_lin = d.Number("k_lin", 0, 0, kInf);
-    drive.gains.d_lin = d.Number("d_lin", 0, 0, kInf);
-    drive.gains.k_ang = d.Number("k_ang", 0, 0, kInf);
-    drive.gains.d_ang = d.Number("d_ang", 0, 0, kInf);
-    drive.trajectory = ParseTrajectory(d.At("trajectory"), dir);
+    ScenePoseDrive drive = ParsePoseDrive(d, dir);
+    drive.body = Lookup(d.At("body"), rigid_names, "rigid body");
     scene.pose_drives.push_back(std::move(drive));
   });
   ForEach(v, "grippers", [&](const Value& item, std::size_t i) { scene.grippers.push_back(ParseGripper(item, dir, i)); });
@@ -679,16 +682,12 @@ void ApplyControls(const Scene& scene, SceneWorld* sw) {
     const Vec3 arm = r * sw->end_offset[k];
     w.rod_model(sw->rod_ids[d.rod]).SetEndPose(d.end, p + arm, Normalized(q * sw->end_rotation[k]), v + Cross(om, arm), om);
   }
-  for (const ScenePoseDrive& d : scene.pose_drives) {
-    PoseDrive drive = d.gains;
-    d.trajectory.Sample(tm, &drive.p, &drive.q, &drive.v, &drive.omega);
-    w.SetPoseDrive(sw->rigid_ids[d.body], drive);
-  }
+  for (const ScenePoseDrive& d : scene.pose_drives) w.SetPoseDrive(sw->rigid_ids[d.body], d.At(tm));
   // FEM handles: each node's velocity takes it to its carried position at the step's end
   for (std::size_t k = 0; k < scene.fem.size(); ++k) {
     const SceneFem& f = scene.fem[k];
     if (f.handle_nodes.empty()) continue;
-    const SceneTrajectory& tr = scene.handle_trajectories[f.handle_trajectory];
+    const SceneTrajectory& tr = f.handle_trajectory;
     Vec3 p, v, om;
     Quat q;
     tr.Sample(w.time() + scene.world.dt, &p, &q, &v, &om);
@@ -704,23 +703,13 @@ void ApplyControls(const Scene& scene, SceneWorld* sw) {
   }
   for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
     const SceneGripper& g = scene.grippers[k];
-    if (g.palm_driven) {
-      PoseDrive drive = g.palm.gains;
-      g.palm.trajectory.Sample(tm, &drive.p, &drive.q, &drive.v, &drive.omega);
-      w.SetPoseDrive(sw->grippers[k].palm, drive);
-    }
-    if (g.width.empty()) continue;
-    // the pad gap: linear between waypoints, held outside
-    Scalar width = g.width.front(), rate = 0;
-    if (tm >= g.width_t.back()) {
-      width = g.width.back();
-    } else if (tm > g.width_t.front()) {
-      const std::size_t i = std::size_t(std::upper_bound(g.width_t.begin(), g.width_t.end(), tm) - g.width_t.begin()) - 1;
-      const Scalar h = g.width_t[i + 1] - g.width_t[i], s = (tm - g.width_t[i]) / h;
-      width = (1 - s) * g.width[i] + s * g.width[i + 1];
-      rate = (g.width[i + 1] - g.width[i]) / h;
-    }
-    SetGripperWidth(&w, sw->grippers[k], width, rate);
+    if (g.palm_driven) w.SetPoseDrive(sw->grippers[k].palm, g.palm.At(tm));
+    if (g.width.t.empty()) continue;
+    // the pad gap: linear between waypoints, held outside (the trajectory's x)
+    Vec3 width, rate, unused;
+    Quat q;
+    g.width.Sample(tm, &width, &q, &rate, &unused);
+    SetGripperWidth(&w, sw->grippers[k], width[0], rate[0]);
   }
 }
 

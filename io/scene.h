@@ -21,14 +21,26 @@ struct SceneRigid {
   Vec3 force, torque;  // constant external wrench [N], [N m]
 };
 
+// a pose over time: samples every `dt` from t = 0 (held after the last), or waypoints
+// interpolated linearly in position and along the geodesic in orientation
+struct SceneTrajectory {
+  std::vector<Scalar> t;     // sample times [s], increasing
+  std::vector<Vec3> p;       // [m]
+  std::vector<Quat> q;
+  // pose and velocities at time `time` (finite differences over the sample interval)
+  void Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const;
+};
+
 struct SceneFem {
   std::string name;
   TetMesh mesh;
   FemMaterial material;
   Scalar mu = 0.5;
   bool self_contact = true;
-  std::vector<Index> handle_nodes;  // prescribed nodes (empty: none)
-  Index handle_trajectory = -1;     // index into Scene::handle_trajectories
+  // a handle (optional): the nodes inside a box, carried rigidly along a trajectory (each keeps
+  // its position in the frame of the trajectory's first pose)
+  std::vector<Index> handle_nodes;
+  SceneTrajectory handle_trajectory;
 };
 
 struct SceneMesh {
@@ -46,15 +58,6 @@ struct SceneRod {
   bool self_contact = true;
 };
 
-// a pose over time: samples every `dt` from t = 0 (held after the last), or waypoints
-// interpolated linearly in position and along the geodesic in orientation
-struct SceneTrajectory {
-  std::vector<Scalar> t;     // sample times [s], increasing
-  std::vector<Vec3> p;       // [m]
-  std::vector<Quat> q;
-  // pose and velocities at time `time` (finite differences over the sample interval)
-  void Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const;
-};
 
 // a cable end carried by a trajectory: the end keeps the pose it has relative to the
 // trajectory's first pose (a gripper holding it)
@@ -69,6 +72,8 @@ struct ScenePoseDrive {
   Index body = -1;  // index into Scene::rigid
   PoseDrive gains;  // k_lin, d_lin, k_ang, d_ang
   SceneTrajectory trajectory;
+  // the drive with its target at `time`
+  PoseDrive At(Scalar time) const;
 };
 
 // a parallel two-finger gripper (models/world/gripper.h): its palm follows a trajectory by a
@@ -76,7 +81,7 @@ struct ScenePoseDrive {
 struct SceneGripper {
   std::string name;
   GripperParams params;
-  std::vector<Scalar> width_t, width;  // [s], [m]
+  SceneTrajectory width;               // the pad gap over time: its positions' x [m] (unused when empty)
   ScenePoseDrive palm;                 // body unused (the gripper's palm)
   bool palm_driven = false;
 };
@@ -101,9 +106,6 @@ struct Scene {
   std::vector<SceneRodEndDrive> rod_end_drives;
   std::vector<ScenePoseDrive> pose_drives;
   std::vector<SceneGripper> grippers;
-  // trajectories of FEM handles (fem_bodies[].handle: the nodes inside a box move rigidly with
-  // it, keeping their positions in the frame of its first pose)
-  std::vector<SceneTrajectory> handle_trajectories;
   Scalar frame_rate = 0;   // output frames per second (0: no trajectory file)
   std::uint64_t hash = 0;  // FNV-1a of the file's bytes
 };

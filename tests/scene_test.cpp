@@ -143,7 +143,7 @@ TEST(Scene, FemHandleCarriesItsNodes) {
   }
   Vec3 p, v, w;
   Quat q;
-  scene.handle_trajectories[0].Sample(sw.world->time(), &p, &q, &v, &w);
+  scene.fem[0].handle_trajectory.Sample(sw.world->time(), &p, &q, &v, &w);
   const std::vector<Scalar> x = sw.world->FemPositions(sw.fem_ids[0]);
   Scalar worst = 0;
   for (Index i : scene.fem[0].handle_nodes)

@@ -494,7 +494,6 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
   }
   detector_->Upload(rigid_vertex_offset_, rx, rv);
   const DetectResult& hits = detector_->Detect(dt, params_.contact_margin);
-  const Index base = system_->num_base_nodes(), rigid_offset = system_->part_offset(rigid_part_);
   for (Index h = 0; h < hits.size(); ++h) {
     const Index q = hits.query[h], t = hits.tri[h];
     const Vec3 n = LoadVec3(hits.n.data(), h), w = LoadVec3(hits.w.data(), h);
@@ -535,7 +534,7 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
     if (kind == 0) {
       const RigidBody& body = rigid_.body(qb);
       arm_i = contact - body.x;
-      node_i = base + vn->AddRigidPoint(rigid_offset + 2 * qb, rigid_offset + 2 * qb + 1, arm_i, params_.kv);
+      node_i = RigidPointNode(qb, contact, vn);
     }
     const Mat3 frame = RotateTangents(ContactFrame(n), tangent_rotation_);
     if (tkind == 0) {
@@ -543,7 +542,7 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
       // an FEM node against a rigid body takes the body's mu, otherwise sqrt(mu_i mu_j)
       const RigidBody& other = rigid_.body(tb);
       const Vec3 arm_j = qpt - other.x;
-      const Index node_j = base + vn->AddRigidPoint(rigid_offset + 2 * tb, rigid_offset + 2 * tb + 1, arm_j, params_.kv);
+      const Index node_j = RigidPointNode(tb, qpt, vn);
       const Scalar mu = kind == 1 ? other.mu1 : std::sqrt(mu_i * other.mu1);
       contacts->Add(node_i, node_j, frame, gap / dt, mu, mu);
       meta_.push_back({contact, body_i, BodyId(0, tb), -1, rigid_i, tb, arm_i, arm_j});
@@ -571,14 +570,9 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
 }
 
 void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
-  const Scalar dt = params_.dt, margin0 = params_.contact_margin, kv = params_.kv;
-  const Index base = system_->num_base_nodes();
-  const Index rigid_offset = system_->part_offset(rigid_part_);
+  const Scalar dt = params_.dt, margin0 = params_.contact_margin;
   meta_.clear();
-  auto add_rigid_point = [&](Index k, const Vec3& p) {
-    const Vec3 arm = p - rigid_.body(k).x;
-    return base + vn->AddRigidPoint(rigid_offset + 2 * k, rigid_offset + 2 * k + 1, arm, kv);
-  };
+  auto add_rigid_point = [&](Index k, const Vec3& p) { return RigidPointNode(k, p, vn); };
   // rigid surface samples against the static world and the other rigid bodies
   for (Index k = 0; k < rigid_.num_bodies(); ++k) {
     const RigidBody& body = rigid_.body(k);
@@ -628,17 +622,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     for (Index i : fb.surface) {
       const Vec3 p = LoadVec3(x.data(), i), vp = LoadVec3(v.data(), i);
       NodeStaticContacts(offset + i, p, vp, 0, body_id, contacts);
-      for (Index k = 0; k < rigid_.num_bodies(); ++k) {
-        const RigidBody& body = rigid_.body(k);
-        if (body.shape == ShapeType::kMesh) continue;  // through the detector
-        const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
-        const Vec3 vq = body.v + Cross(body.omega, prox.point - body.x);
-        if (prox.distance > Norm(vp - vq) * dt + margin0) continue;
-        const Index nj = add_rigid_point(k, prox.point);
-        const Scalar mu = body.mu1;
-        contacts->Add(offset + i, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), prox.distance / dt, mu, mu);
-        meta_.push_back({p, body_id, BodyId(0, k), -1, -1, k, Vec3(), prox.point - body.x});
-      }
+      NodeRigidContacts(offset + i, p, vp, 0, body_id, -1, contacts, vn);  // FEM-rigid: the body's mu
     }
   }
   // points (FEM surface vertices, cable centres, rigid samples) against triangles (FEM surfaces,
@@ -657,18 +641,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     for (Index seg = 0; seg < rb.model->num_segments(); ++seg) {
       const Vec3 p = LoadVec3(rod_x[c].data(), seg), vp = LoadVec3(rod_v[c].data(), 2 * seg);
       NodeStaticContacts(offset + 2 * seg, p, vp, radius, body_id, contacts);
-      for (Index k = 0; k < rigid_.num_bodies(); ++k) {
-        const RigidBody& body = rigid_.body(k);
-        if (body.shape == ShapeType::kMesh) continue;  // through the detector
-        const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
-        const Scalar gap = prox.distance - radius;
-        const Vec3 vq = body.v + Cross(body.omega, prox.point - body.x);
-        if (gap > Norm(vp - vq) * dt + margin0) continue;
-        const Index nj = add_rigid_point(k, prox.point);
-        const Scalar mu = std::sqrt(rb.mu * body.mu1);
-        contacts->Add(offset + 2 * seg, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), gap / dt, mu, mu);
-        meta_.push_back({p - radius * prox.normal, body_id, BodyId(0, k), -1, -1, k, Vec3(), prox.point - body.x});
-      }
+      NodeRigidContacts(offset + 2 * seg, p, vp, radius, body_id, rb.mu, contacts, vn);
     }
   }
   for (std::size_t a = 0; a < rods_.size(); ++a)
@@ -685,6 +658,28 @@ void World::NodeStaticContacts(Index node, const Vec3& p, const Vec3& vp, Scalar
     if (gap > Norm(vp) * dt + params_.contact_margin) continue;
     contacts->Add(node, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), gap / dt, shape.mu1, shape.mu2);
     meta_.push_back({p - radius * prox.normal, body, -1, Index(si), -1, -1, Vec3(), Vec3()});
+  }
+}
+
+Index World::RigidPointNode(Index k, const Vec3& p, VirtualNodeSet* vn) const {
+  const Index trans = system_->part_offset(rigid_part_) + 2 * k;
+  return system_->num_base_nodes() + vn->AddRigidPoint(trans, trans + 1, p - rigid_.body(k).x, params_.kv);
+}
+
+void World::NodeRigidContacts(Index node, const Vec3& p, const Vec3& vp, Scalar radius, Index body, Scalar mu, ContactSet* contacts,
+                              VirtualNodeSet* vn) {
+  const Scalar dt = params_.dt;
+  for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+    const RigidBody& other = rigid_.body(k);
+    if (other.shape == ShapeType::kMesh) continue;  // through the detector
+    const Proximity prox = ShapeProximity(rigid_.ShapeAt(k), p);
+    const Scalar gap = prox.distance - radius;
+    const Vec3 vq = other.v + Cross(other.omega, prox.point - other.x);
+    if (gap > Norm(vp - vq) * dt + params_.contact_margin) continue;
+    const Index nj = RigidPointNode(k, prox.point, vn);
+    const Scalar m = mu < 0 ? other.mu1 : std::sqrt(mu * other.mu1);
+    contacts->Add(node, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), gap / dt, m, m);
+    meta_.push_back({p - radius * prox.normal, body, BodyId(0, k), -1, -1, k, Vec3(), prox.point - other.x});
   }
 }
 

@@ -138,6 +138,12 @@ class World {
   Index BodyId(int kind, Index k) const;
   // S-contacts of a deformable node (radius r) with every static shape (friction: the shape's)
   void NodeStaticContacts(Index node, const Vec3& p, const Vec3& vp, Scalar radius, Index body, ContactSet* contacts);
+  // a virtual node at point p of rigid body k (J = [I, -[r]x], gain kv); returns its global node
+  Index RigidPointNode(Index k, const Vec3& p, VirtualNodeSet* vn) const;
+  // D-contacts of a deformable node (radius r) with the rigid bodies' analytic shapes (mesh
+  // bodies go through the detector); friction mu, or the rigid body's when mu < 0
+  void NodeRigidContacts(Index node, const Vec3& p, const Vec3& vp, Scalar radius, Index body, Scalar mu, ContactSet* contacts,
+                         VirtualNodeSet* vn);
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
   // the backend detector (points vs triangles): its scene at Finalize, its contacts each step
