@@ -157,7 +157,7 @@ void ParseWorld(const Value& v, WorldParams* w) {
 
 void ParseSolver(const Value& v, CondParams* c) {
   v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
-            "w_reuse_solves"});
+            "w_reuse_solves", "w_safeguard", "body_modes"});
   c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
   if (v.Has("max_iterations")) c->max_iterations = int(v.At("max_iterations").Integer(1, 100000000));
   if (v.Has("projection")) c->projection = Checked(v.At("projection"), [&] { return ParseProjection(v.At("projection").String()); });
@@ -166,6 +166,8 @@ void ParseSolver(const Value& v, CondParams* c) {
   if (v.Has("chebyshev_start")) c->chebyshev_start = int(v.At("chebyshev_start").Integer(2, 1000000));
   c->chebyshev_relax = v.Number("chebyshev_relax", c->chebyshev_relax, 0, 1, true);
   if (v.Has("w_reuse_solves")) c->w_reuse_solves = int(v.At("w_reuse_solves").Integer(1, 1000000));
+  if (v.Has("w_safeguard")) c->w_safeguard = v.At("w_safeguard").Number(0, 2, false, true);
+  c->body_modes = v.Bool("body_modes", c->body_modes);
 }
 
 // friction: a number, or [mu1, mu2] (anisotropic: along the shape's local x, y)

@@ -24,9 +24,9 @@ class CondKernels {
   virtual void Commit(Index n, const Index* node_env, const unsigned char* env_active,
                       const Scalar* u, Scalar* v, Scalar* v_prev) = 0;
   virtual void FrobeniusNodes(Index num_nodes, const Index* row_ptr, const Index* col_idx,
-                              const Scalar* values, Scalar* diag_sum, Scalar* row_norm2) = 0;
+                              const Scalar* values, Scalar* diag_sum, Scalar* row_norm2, Scalar* row_abs) = 0;
   virtual void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
-                               const Scalar* diag_sum, const Scalar* row_norm2, Scalar* w) = 0;
+                               const Scalar* diag_sum, const Scalar* row_norm2, const Scalar* row_abs, Scalar safeguard, Scalar* w) = 0;
   virtual void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) = 0;
   virtual void ChainFactor(Index chains, const ChainFactorOp& op) = 0;
   virtual void ChainApply(Index chains, const ChainApplyOp& op) = 0;
@@ -36,6 +36,10 @@ class CondKernels {
   virtual void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) = 0;
   virtual void BarycentricHost(Index hosts, const BarycentricHostOp& op) = 0;
   virtual void BarycentricNode(Index nodes, const BarycentricNodeOp& op) = 0;
+  virtual void BodyModeProduct(Index listed, const BodyModeProductOp& op) = 0;
+  virtual void BodyModeMatrix(Index bodies, const BodyModeMatrixOp& op) = 0;
+  virtual void BodyModeSolve(Index bodies, const BodyModeSolveOp& op) = 0;
+  virtual void BodyModeApply(Index listed, const BodyModeApplyOp& op) = 0;
 };
 
 // per-backend instantiations (cpu/cond_cpu.cpp, cuda/cond_cuda.cu or cuda/cuda_unavailable.cpp)

@@ -32,12 +32,12 @@ class CondKernelsImpl final : public CondKernels {
     exec_.For(n, CommitOp{node_env, env_active, u, v, v_prev});
   }
   void FrobeniusNodes(Index num_nodes, const Index* row_ptr, const Index* col_idx,
-                      const Scalar* values, Scalar* diag_sum, Scalar* row_norm2) override {
-    exec_.For(num_nodes, FrobeniusNodeOp{row_ptr, col_idx, values, diag_sum, row_norm2});
+                      const Scalar* values, Scalar* diag_sum, Scalar* row_norm2, Scalar* row_abs) override {
+    exec_.For(num_nodes, FrobeniusNodeOp{row_ptr, col_idx, values, diag_sum, row_norm2, row_abs});
   }
   void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
-                       const Scalar* diag_sum, const Scalar* row_norm2, Scalar* w) override {
-    exec_.For(num_groups, FrobeniusGroupOp{group_ptr, group_nodes, diag_sum, row_norm2, w});
+                       const Scalar* diag_sum, const Scalar* row_norm2, const Scalar* row_abs, Scalar safeguard, Scalar* w) override {
+    exec_.For(num_groups, FrobeniusGroupOp{group_ptr, group_nodes, diag_sum, row_norm2, row_abs, safeguard, w});
   }
   void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) override {
     exec_.For(n, EnvScalarToDofOp{node_env, alpha_env, w});
@@ -50,6 +50,10 @@ class CondKernelsImpl final : public CondKernels {
   void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) override { exec_.For(nodes, op); }
   void BarycentricHost(Index hosts, const BarycentricHostOp& op) override { exec_.For(hosts, op); }
   void BarycentricNode(Index nodes, const BarycentricNodeOp& op) override { exec_.For(nodes, op); }
+  void BodyModeProduct(Index listed, const BodyModeProductOp& op) override { exec_.For(listed, op); }
+  void BodyModeMatrix(Index bodies, const BodyModeMatrixOp& op) override { exec_.For(bodies, op); }
+  void BodyModeSolve(Index bodies, const BodyModeSolveOp& op) override { exec_.For(bodies, op); }
+  void BodyModeApply(Index listed, const BodyModeApplyOp& op) override { exec_.For(listed, op); }
 
  private:
   Exec exec_;

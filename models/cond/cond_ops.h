@@ -117,41 +117,55 @@ struct CommitOp {
 };
 
 // per node (one 3-row block row of A): sum of the 3 diagonal entries and of the 3 squared row
-// norms, the ingredients of the Frobenius-norm step size (Sec. IV-C1)
+// norms, the ingredients of the Frobenius-norm step size (Sec. IV-C1), and the largest absolute
+// row sum of the 3 rows (the Gershgorin safeguard)
 struct FrobeniusNodeOp {
   const Index* row_ptr;
   const Index* col_idx;
   const Scalar* values;
   Scalar* diag_sum;
   Scalar* row_norm2;
+  Scalar* row_abs;
   CONDSIM_HD_INLINE void operator()(Index node) const {
-    Scalar d = 0, s = 0;
+    Scalar d = 0, s = 0, abs_sum[3] = {0, 0, 0};
     for (Index k = row_ptr[node]; k < row_ptr[node + 1]; ++k) {
       const Scalar* a = values + 9 * std::int64_t(k);
-      for (int e = 0; e < 9; ++e) s += a[e] * a[e];
+      for (int e = 0; e < 9; ++e) {
+        s += a[e] * a[e];
+        abs_sum[e / 3] += a[e] < 0 ? -a[e] : a[e];
+      }
       if (col_idx[k] == node) d += a[0] + a[4] + a[8];
     }
     diag_sum[node] = d;
     row_norm2[node] = s;
+    row_abs[node] = abs_sum[0] > abs_sum[1] ? (abs_sum[0] > abs_sum[2] ? abs_sum[0] : abs_sum[2])
+                                            : (abs_sum[1] > abs_sum[2] ? abs_sum[1] : abs_sum[2]);
   }
 };
 
 // W from the Frobenius-norm minimization (Sec. IV-C1): w = sum(diag) / sum(|row|^2) over the
 // node, or over all nodes of its group (nodes linked by D-contacts share one w, as the paper's
 // convergence proof requires); group g holds nodes group_nodes[group_ptr[g] .. group_ptr[g+1])
+// Safeguard (safeguard > 0): w <= safeguard / (largest absolute row sum of the group's rows), so
+// every Gershgorin disc of W A lies below `safeguard` < 2 and the unprojected iteration contracts
+// (Prop. 3 needs |I - W A| < 1); the Frobenius w alone can give lambda_max(W A) > 2 on stiff FEM.
 struct FrobeniusGroupOp {
   const Index* group_ptr;
   const Index* group_nodes;
   const Scalar* diag_sum;
   const Scalar* row_norm2;
+  const Scalar* row_abs;
+  Scalar safeguard;
   Scalar* w;
   CONDSIM_HD_INLINE void operator()(Index g) const {
-    Scalar d = 0, s = 0;
+    Scalar d = 0, s = 0, a = 0;
     for (Index k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
       d += diag_sum[group_nodes[k]];
       s += row_norm2[group_nodes[k]];
+      a = row_abs[group_nodes[k]] > a ? row_abs[group_nodes[k]] : a;
     }
-    const Scalar value = d / s;
+    Scalar value = d / s;
+    if (safeguard > 0 && value * a > safeguard) value = safeguard / a;
     for (Index k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
       Scalar* p = w + 3 * std::int64_t(group_nodes[k]);
       p[0] = p[1] = p[2] = value;
@@ -368,9 +382,10 @@ struct BarycentricFrobeniusOp {
   const Scalar* values;
   Scalar* diag_sum;
   Scalar* row_norm2;
+  Scalar* row_abs;
   CONDSIM_HD_INLINE void operator()(Index h) const {
     const Index a = g.hnode[h];
-    Scalar d = 0, s = 0;
+    Scalar d = 0, s = 0, abs_sum[3] = {0, 0, 0};
     for (Index k = row_ptr[a]; k < row_ptr[a + 1]; ++k) {
       const Index c = col_idx[k];
       Scalar extra = 0;
@@ -386,11 +401,14 @@ struct BarycentricFrobeniusOp {
       for (int e = 0; e < 9; ++e) {
         const Scalar x = blk[e] - (e % 4 == 0 ? extra : Scalar(0));
         s += x * x;
+        abs_sum[e / 3] += x < 0 ? -x : x;
         if (c == a && e % 4 == 0) d += x;
       }
     }
     diag_sum[a] = d;
     row_norm2[a] = s;
+    row_abs[a] = abs_sum[0] > abs_sum[1] ? (abs_sum[0] > abs_sum[2] ? abs_sum[0] : abs_sum[2])
+                                         : (abs_sum[1] > abs_sum[2] ? abs_sum[1] : abs_sum[2]);
   }
 };
 
@@ -454,6 +472,131 @@ struct SetNodeScalarOp {
   Scalar* w;
   CONDSIM_HD_INLINE void operator()(Index k) const {
     for (int d = 0; d < 3; ++d) w[3 * std::int64_t(node[k]) + d] = value[k];
+  }
+};
+
+// ---- body modes: exact rigid-motion correction of deformable bodies (docs/solver.md) --------
+// Body b lists nodes node[ptr[b] .. ptr[b+1]) with arms r (position - reference point); its six
+// rigid modes are Z_i = [I, -[r_i]x] (3x6 per listed node, 0 elsewhere). Each iteration, before
+// the W step, the Galerkin correction v += Z dv, dv = -(Z^T A Z)^-1 Z^T (A v - b), removes the
+// residual in those modes exactly (the slowest of W A by far: 2M/t against the stiffness).
+// Contact nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched.
+struct BodyModeView {
+  const Index* ptr;
+  const Index* node;
+  const Scalar* arm;       // 3 per listed node
+  const Index* node_body;  // per global node: its body, or -1
+  const Index* node_slot;  // per global node: its position in `node`, or -1
+};
+
+// Z_i^T x for one node (6 values)
+CONDSIM_HD_INLINE void ModeTranspose(const Scalar* r, const Scalar* x, Scalar* out) {
+  // translation rows: x; rotation rows: (-[r]x)^T x = [r]x x = r cross x
+  out[0] = x[0];
+  out[1] = x[1];
+  out[2] = x[2];
+  out[3] = r[1] * x[2] - r[2] * x[1];
+  out[4] = r[2] * x[0] - r[0] * x[2];
+  out[5] = r[0] * x[1] - r[1] * x[0];
+}
+
+// per listed node q: T_q = sum_j A_ij Z_j over the columns j of its own body (3x6, row-major)
+struct BodyModeProductOp {
+  BodyModeView m;
+  const Index* row_ptr;
+  const Index* col_idx;
+  const Scalar* values;
+  Scalar* t;  // 18 per listed node
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = m.node[q], body = m.node_body[i];
+    Scalar acc[18] = {};
+    for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      const Index j = col_idx[k];
+      if (m.node_body[j] != body) continue;
+      const Scalar* a = values + 9 * std::int64_t(k);
+      const Scalar* r = m.arm + 3 * std::int64_t(m.node_slot[j]);
+      // A_ij Z_j = [A_ij, A_ij (-[r]x)]; (A (-[r]x))_{rc} = sum_s A_rs (-[r]x)_sc
+      const Scalar sk[9] = {0, r[2], -r[1], -r[2], 0, r[0], r[1], -r[0], 0};
+      for (int row = 0; row < 3; ++row)
+        for (int c = 0; c < 3; ++c) {
+          acc[6 * row + c] += a[3 * row + c];
+          acc[6 * row + 3 + c] += a[3 * row] * sk[c] + a[3 * row + 1] * sk[3 + c] + a[3 * row + 2] * sk[6 + c];
+        }
+    }
+    for (int e = 0; e < 18; ++e) t[18 * std::int64_t(q) + e] = acc[e];
+  }
+};
+
+// per body: A_c = sum_q Z_q^T T_q (6x6, row-major), one thread per body
+struct BodyModeMatrixOp {
+  BodyModeView m;
+  const Scalar* t;
+  Scalar* ac;  // 36 per body
+  CONDSIM_HD_INLINE void operator()(Index b) const {
+    Scalar acc[36] = {};
+    for (Index q = m.ptr[b]; q < m.ptr[b + 1]; ++q) {
+      const Scalar* r = m.arm + 3 * std::int64_t(q);
+      const Scalar* tq = t + 18 * std::int64_t(q);
+      for (int c = 0; c < 6; ++c) {
+        const Scalar col[3] = {tq[c], tq[6 + c], tq[12 + c]};
+        Scalar out[6];
+        ModeTranspose(r, col, out);
+        for (int row = 0; row < 6; ++row) acc[6 * row + c] += out[row];
+      }
+    }
+    for (int e = 0; e < 36; ++e) ac[36 * std::int64_t(b) + e] = acc[e];
+  }
+};
+
+// per body: dv = -A_c^-1 Z^T r with r = A v - b (0 for a body whose environment stopped), one
+// thread per body
+struct BodyModeSolveOp {
+  BodyModeView m;
+  const Scalar* ac_inv;  // 36 per body
+  const Scalar* r;
+  const Index* node_env;
+  const unsigned char* env_active;
+  Scalar* dv;  // 6 per body
+  CONDSIM_HD_INLINE void operator()(Index b) const {
+    Scalar g[6] = {};
+    const bool active = m.ptr[b + 1] > m.ptr[b] && env_active[node_env[m.node[m.ptr[b]]]];
+    if (active) {
+      for (Index q = m.ptr[b]; q < m.ptr[b + 1]; ++q) {
+        Scalar out[6];
+        ModeTranspose(m.arm + 3 * std::int64_t(q), r + 3 * std::int64_t(m.node[q]), out);
+        for (int e = 0; e < 6; ++e) g[e] += out[e];
+      }
+    }
+    const Scalar* inv = ac_inv + 36 * std::int64_t(b);
+    for (int row = 0; row < 6; ++row) {
+      Scalar s = 0;
+      for (int c = 0; c < 6; ++c) s += inv[6 * row + c] * g[c];
+      dv[6 * std::int64_t(b) + row] = -s;
+    }
+  }
+};
+
+// per listed node: v_i += Z_i dv_b and r_i += T_i dv_b (r stays A v - b)
+struct BodyModeApplyOp {
+  BodyModeView m;
+  const Scalar* t;
+  const Scalar* dv;
+  Scalar* v;
+  Scalar* r;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = m.node[q];
+    const Scalar* d = dv + 6 * std::int64_t(m.node_body[i]);
+    const Scalar* a = m.arm + 3 * std::int64_t(q);
+    const Scalar* tq = t + 18 * std::int64_t(q);
+    // Z dv = dv_lin + dv_ang x r
+    const Scalar zv[3] = {d[0] + d[4] * a[2] - d[5] * a[1], d[1] + d[5] * a[0] - d[3] * a[2],
+                          d[2] + d[3] * a[1] - d[4] * a[0]};
+    for (int row = 0; row < 3; ++row) {
+      Scalar tr = 0;
+      for (int c = 0; c < 6; ++c) tr += tq[6 * row + c] * d[c];
+      v[3 * std::int64_t(i) + row] += zv[row];
+      r[3 * std::int64_t(i) + row] += tr;
+    }
   }
 };
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <Eigen/Dense>
+
 #include "condsim/error.h"
 #include "models/cond/cond_kernels.h"
 
@@ -52,6 +54,8 @@ void CondParams::Validate() const {
   CONDSIM_CHECK(chebyshev_relax > 0 && chebyshev_relax <= 1,
                 "CondParams.chebyshev_relax must be in (0, 1], got " << chebyshev_relax);
   CONDSIM_CHECK(std::isfinite(omega) && omega >= 0, "CondParams.omega must be >= 0, got " << omega);
+  CONDSIM_CHECK(std::isfinite(w_safeguard) && w_safeguard >= 0 && w_safeguard < 2,
+                "CondParams.w_safeguard must be in [0, 2) (0: off), got " << w_safeguard);
 }
 
 CondSolver::CondSolver(Backend* backend, const CondParams& params)
@@ -199,6 +203,89 @@ void CondSolver::SetBarycentricNodes(const BarycentricNodes& bn) {
   w_matrix_ = nullptr;   // the hosts' row sums change
 }
 
+void CondSolver::SetBodyModes(const BodyModes& modes) {
+  CONDSIM_CHECK(!modes.ptr.empty() && modes.ptr.front() == 0 && std::size_t(modes.ptr.back()) == modes.node.size() &&
+                    modes.arm.size() == 3 * modes.node.size(),
+                "SetBodyModes: inconsistent arrays");
+  for (std::size_t k = 0; k < modes.node.size(); ++k)
+    CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
+  for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
+  modes_host_ = modes;
+}
+
+void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
+  num_modes_ = params_.body_modes ? modes_host_.size() : 0;
+  if (num_modes_ == 0) return;
+  CONDSIM_CHECK(params_.step_size == StepSize::kFrobenius, "COND: body modes need the Frobenius step size");
+  // the bodies less their contact nodes (and the hosts of barycentric nodes in contact): the
+  // modes then never move a contact node, so the contact step (Alg. 2) is unchanged
+  std::vector<unsigned char> excluded(std::size_t(nodes_), 0);
+  for (Index m = 0; m < contacts_host_.size(); ++m) {
+    excluded[contacts_host_.node_i[m]] = 1;
+    if (contacts_host_.node_j[m] >= 0) excluded[contacts_host_.node_j[m]] = 1;
+  }
+  for (const auto* list : {&bary_vnodes_host_, &bary_hosts_host_})
+    for (Index k : *list) excluded[k] = 1;
+  for (Index k : rigid_vnodes_host_) excluded[k] = 1;
+  BodyModes used;
+  std::vector<Index> body(std::size_t(nodes_), -1), slot(std::size_t(nodes_), -1);
+  for (Index b = 0; b < modes_host_.size(); ++b) {
+    for (Index q = modes_host_.ptr[b]; q < modes_host_.ptr[b + 1]; ++q) {
+      const Index i = modes_host_.node[q];
+      CONDSIM_CHECK(i < nodes_, "SetBodyModes: node " << i << " is not a node of A (" << nodes_ << " nodes)");
+      CONDSIM_CHECK(body[i] < 0 && slot[i] != -2, "SetBodyModes: node " << i << " is in more than one body");
+      if (excluded[i]) {
+        slot[i] = -2;
+        continue;
+      }
+      body[i] = b;
+      slot[i] = static_cast<Index>(used.node.size());
+      used.node.push_back(i);
+      for (int d = 0; d < 3; ++d) used.arm.push_back(modes_host_.arm[3 * std::size_t(q) + d]);
+    }
+    used.ptr.push_back(static_cast<Index>(used.node.size()));
+  }
+  for (Index& k : slot) k = std::max<Index>(k, -1);
+  listed_modes_ = static_cast<Index>(used.node.size());
+  bm_ptr_ = Array<Index>(backend_, used.ptr);
+  bm_node_ = Array<Index>(backend_, used.node);
+  bm_arm_ = Array<Scalar>(backend_, used.arm);
+  bm_node_body_ = Array<Index>(backend_, body);
+  bm_node_slot_ = Array<Index>(backend_, slot);
+  if (bm_t_.size() < 18 * listed_modes_) bm_t_ = Array<Scalar>(backend_, 18 * listed_modes_);
+  if (bm_ac_.size() != 36 * num_modes_) {
+    bm_ac_ = Array<Scalar>(backend_, 36 * num_modes_);
+    bm_dv_ = Array<Scalar>(backend_, 6 * num_modes_);
+  }
+  if (v_keep_.size() != 3 * nodes_) v_keep_ = Array<Scalar>(backend_, 3 * nodes_);
+  // T = A Z per listed node, A_c = Z^T A Z per body; the 6x6 inverses on the host (a body whose
+  // A_c is not positive definite, e.g. an empty one, gets no correction)
+  const BodyModeView view{bm_ptr_.data(), bm_node_.data(), bm_arm_.data(), bm_node_body_.data(), bm_node_slot_.data()};
+  if (listed_modes_ > 0)
+    kernels_->BodyModeProduct(listed_modes_, BodyModeProductOp{view, a.row_ptr().data(), a.col_idx().data(), a.values().data(), bm_t_.data()});
+  kernels_->BodyModeMatrix(num_modes_, BodyModeMatrixOp{view, bm_t_.data(), bm_ac_.data()});
+  std::vector<Scalar> ac = bm_ac_.ToHost();
+  for (Index b = 0; b < num_modes_; ++b) {
+    Eigen::Map<Eigen::Matrix<Scalar, 6, 6, Eigen::RowMajor>> m(ac.data() + 36 * std::size_t(b));
+    const Eigen::Matrix<Scalar, 6, 6> sym = Scalar(0.5) * (m + m.transpose());
+    Eigen::LLT<Eigen::Matrix<Scalar, 6, 6>> llt(sym);
+    if (used.ptr[b + 1] > used.ptr[b] && sym.allFinite() && llt.info() == Eigen::Success) {
+      m = llt.solve(Eigen::Matrix<Scalar, 6, 6>::Identity());
+    } else {
+      m.setZero();
+    }
+  }
+  bm_ac_.CopyFromHost(ac);
+}
+
+void CondSolver::ApplyBodyModes(Array<Scalar>* v) {
+  const BodyModeView view{bm_ptr_.data(), bm_node_.data(), bm_arm_.data(), bm_node_body_.data(), bm_node_slot_.data()};
+  kernels_->BodyModeSolve(num_modes_, BodyModeSolveOp{view, bm_ac_.data(), r_.data(), node_env_.data(), env_active_.data(),
+                                                      bm_dv_.data()});
+  if (listed_modes_ > 0)
+    kernels_->BodyModeApply(listed_modes_, BodyModeApplyOp{view, bm_t_.data(), bm_dv_.data(), v->data(), r_.data()});
+}
+
 void CondSolver::SetContacts(const ContactSet& contacts) {
   contacts_host_ = contacts;
   Index max_node = -1;
@@ -274,6 +361,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     for (Array<Scalar>* x : {&w_, &r_, &r_prev_, &u_, &v_prev_, &diff_, &f_, &f_new_}) *x = Array<Scalar>(b, n);
     diag_sum_ = Array<Scalar>(b, nodes);
     row_norm2_ = Array<Scalar>(b, nodes);
+    row_abs_ = Array<Scalar>(b, nodes);
     env_scalar_ = Array<Scalar>(b, num_envs_);
     env_theta2_ = Array<Scalar>(b, num_envs_);
     env_active_ = Array<unsigned char>(b, num_envs_);
@@ -371,17 +459,17 @@ void CondSolver::ComputeStepMatrix(DeviceBlockMatrix& a) {
   // A's per-node sums are reused for w_reuse_solves solves of the same matrix object
   if (w_matrix_ != &a || solves_since_w_ >= params_.w_reuse_solves) {
     kernels_->FrobeniusNodes(nodes_, a.row_ptr().data(), a.col_idx().data(), a.values().data(),
-                             diag_sum_.data(), row_norm2_.data());
+                             diag_sum_.data(), row_norm2_.data(), row_abs_.data());
     // hosts of barycentric nodes: the rows of A_o
     if (num_bary_ > 0)
       kernels_->BarycentricFrobenius(num_bary_hosts_, BarycentricFrobeniusOp{BaryView(), a.row_ptr().data(), a.col_idx().data(),
-                                                                             a.values().data(), diag_sum_.data(), row_norm2_.data()});
+                                                                             a.values().data(), diag_sum_.data(), row_norm2_.data(), row_abs_.data()});
     w_matrix_ = &a;
     solves_since_w_ = 0;
   }
   ++solves_since_w_;
-  kernels_->FrobeniusGroups(num_groups_, group_ptr_.data(), group_nodes_.data(), diag_sum_.data(),
-                            row_norm2_.data(), w_.data());
+  kernels_->FrobeniusGroups(num_groups_, group_ptr_.data(), group_nodes_.data(), diag_sum_.data(), row_norm2_.data(),
+                            row_abs_.data(), static_cast<Scalar>(params_.w_safeguard), w_.data());
   // rigid groups: Gamma = d_v on their virtual nodes
   if (num_rigid_ > 0) kernels_->SetNodeScalar(rg_node_.size(), SetNodeScalarOp{rg_node_.data(), rg_d_.data(), w_.data()});
   // barycentric nodes: Gamma from their hosts' w
@@ -431,6 +519,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   CONDSIM_CHECK(num_bary_ == 0 || bary_max_node_ < nodes_,
                 "COND: barycentric node or host " << bary_max_node_ << " is not a node of A (" << nodes_ << " nodes)");
   ComputeStepMatrix(a);
+  PrepareBodyModes(a);
   const bool chains = !chain_ptr_host_.empty();
   const Index num_chains = chains ? static_cast<Index>(chain_ptr_host_.size()) - 1 : 0;
   const ChainView chain_view{chain_ptr_.data(), chain_nodes_.data(), band_block_.data(), factor_offset_.data(),
@@ -484,6 +573,12 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
       kernels_->EnvScalarToDof(n, node_env_.data(), env_scalar_.data(), w_.data());
     }
     if (bb) be.Copy(r_, &r_prev_);
+    // body modes: the W step starts from v corrected in the bodies' rigid modes (v itself is
+    // restored after the sweeps, so Chebyshev and theta see the whole step from v^l)
+    if (num_modes_ > 0) {
+      be.Copy(*v, &v_keep_);
+      ApplyBodyModes(v);
+    }
     // v* = v - W r (eq. 20); u = v* + W Jc^T lambda_prev, then the colored sweeps (Alg. 2, eq. 24)
     if (chains) {
       // W r with the chains' exact blocks, then v* = v - W r
@@ -504,6 +599,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
                       params_.projection, lambda_.data(), u_.data());
     }
     OwnGammaResponse(b, false);
+    if (num_modes_ > 0) be.Copy(v_keep_, v);
     // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration; per environment it
     // starts at cheb_start[e] (l_s, moved on by a restart)
     if (params_.chebyshev && l >= params_.chebyshev_start) {

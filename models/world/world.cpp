@@ -608,7 +608,9 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
     }
   }
   // FEM surface nodes against the static world and the rigid bodies
-  std::vector<std::vector<Scalar>> fem_x(fem_.size()), fem_v(fem_.size());
+  std::vector<std::vector<Scalar>>& fem_x = fem_x_host_;
+  std::vector<std::vector<Scalar>> fem_v(fem_.size());
+  fem_x.resize(fem_.size());
   for (std::size_t f = 0; f < fem_.size(); ++f) {
     fem_x[f] = fem_[f]->x.ToHost();
     fem_v[f] = fem_[f]->v.ToHost();
@@ -681,6 +683,26 @@ void World::NodeRigidContacts(Index node, const Vec3& p, const Vec3& vp, Scalar 
     contacts->Add(node, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), gap / dt, m, m);
     meta_.push_back({p - radius * prox.normal, body, BodyId(0, k), -1, -1, k, Vec3(), prox.point - other.x});
   }
+}
+
+BodyModes World::FemBodyModes() const {
+  // each FEM body with its nodes, arms from the mean node position (any reference point spans
+  // the same modes; the mean keeps Z^T A Z well scaled); the solver leaves out contact nodes
+  BodyModes modes;
+  for (std::size_t f = 0; f < fem_.size(); ++f) {
+    const Index first = system_->part_offset(fem_[f]->part), count = fem_[f]->model->num_nodes();
+    const std::vector<Scalar>& x = fem_x_host_[f];
+    Vec3 centre;
+    for (Index i = 0; i < count; ++i) centre += LoadVec3(x.data(), i);
+    centre = centre / Scalar(std::max<Index>(count, 1));
+    for (Index i = 0; i < count; ++i) {
+      modes.node.push_back(first + i);
+      const Vec3 arm = LoadVec3(x.data(), i) - centre;
+      for (int d = 0; d < 3; ++d) modes.arm.push_back(arm[d]);
+    }
+    modes.ptr.push_back(static_cast<Index>(modes.node.size()));
+  }
+  return modes;
 }
 
 Index World::AddBarycentricNode(Index n, const Index* hosts, const Scalar* w, VirtualNodeSet* vn) {
@@ -844,6 +866,7 @@ StepStats World::Step() {
   }
   solver_->SetRigidGroups(groups);
   solver_->SetBarycentricNodes(bary_);
+  solver_->SetBodyModes(FemBodyModes());
   // the COND solve (Alg. 1)
   solver_->SetNodeEnvironments(std::vector<Index>(std::size_t(system_->num_nodes()), 0));
   solver_->SetContacts(contacts);

@@ -146,6 +146,8 @@ class World {
                          VirtualNodeSet* vn);
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
+  // FEM bodies for the solver's exact rigid-mode correction (CondSolver::SetBodyModes)
+  BodyModes FemBodyModes() const;
   // the backend detector (points vs triangles): its scene at Finalize, its contacts each step
   void BuildDetector();
   void DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, ContactSet* contacts, VirtualNodeSet* vn);
@@ -210,6 +212,7 @@ class World {
     Index mesh = -1;
   };
   BarycentricNodes bary_;    // this step's virtual nodes on FEM triangles
+  std::vector<std::vector<Scalar>> fem_x_host_;  // this step's FEM node positions (host copy)
   std::vector<ContactMeta> meta_;
   std::vector<ContactRecord> records_;
   Scalar tangent_rotation_ = 0;
