@@ -158,7 +158,8 @@ TEST(Scene, FemHandleCarriesItsNodes) {
 
 // every shipped scene file loads (values in range, files present)
 TEST(Scene, ShippedScenesLoad) {
-  for (const char* name : {"box_sliding.json", "anisotropic_box.json", "cable_winding.json", "soft_mat_folding.json"}) {
+  for (const char* name : {"box_sliding.json", "anisotropic_box.json", "cable_winding.json", "cable_winding_320.json",
+                           "soft_mat_folding.json"}) {
     EXPECT_NO_THROW(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name)) << name;
   }
 }
