@@ -214,9 +214,9 @@ void CondSolver::SetBodyModes(const BodyModes& modes) {
 }
 
 void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
-  num_modes_ = params_.body_modes ? modes_host_.size() : 0;
+  // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
+  num_modes_ = params_.body_modes && params_.step_size == StepSize::kFrobenius ? modes_host_.size() : 0;
   if (num_modes_ == 0) return;
-  CONDSIM_CHECK(params_.step_size == StepSize::kFrobenius, "COND: body modes need the Frobenius step size");
   // the bodies less their contact nodes (and the hosts of barycentric nodes in contact): the
   // modes then never move a contact node, so the contact step (Alg. 2) is unchanged
   std::vector<unsigned char> excluded(std::size_t(nodes_), 0);
