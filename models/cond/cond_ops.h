@@ -116,6 +116,11 @@ struct CommitOp {
   }
 };
 
+// the largest of three values
+CONDSIM_HD_INLINE Scalar LargestOf3(const Scalar* s) {
+  return s[0] > s[1] ? (s[0] > s[2] ? s[0] : s[2]) : (s[1] > s[2] ? s[1] : s[2]);
+}
+
 // per node (one 3-row block row of A): sum of the 3 diagonal entries and of the 3 squared row
 // norms, the ingredients of the Frobenius-norm step size (Sec. IV-C1), and the largest absolute
 // row sum of the 3 rows (the Gershgorin safeguard)
@@ -138,8 +143,7 @@ struct FrobeniusNodeOp {
     }
     diag_sum[node] = d;
     row_norm2[node] = s;
-    row_abs[node] = abs_sum[0] > abs_sum[1] ? (abs_sum[0] > abs_sum[2] ? abs_sum[0] : abs_sum[2])
-                                            : (abs_sum[1] > abs_sum[2] ? abs_sum[1] : abs_sum[2]);
+    row_abs[node] = LargestOf3(abs_sum);
   }
 };
 
@@ -407,8 +411,7 @@ struct BarycentricFrobeniusOp {
     }
     diag_sum[a] = d;
     row_norm2[a] = s;
-    row_abs[a] = abs_sum[0] > abs_sum[1] ? (abs_sum[0] > abs_sum[2] ? abs_sum[0] : abs_sum[2])
-                                         : (abs_sum[1] > abs_sum[2] ? abs_sum[1] : abs_sum[2]);
+    row_abs[a] = LargestOf3(abs_sum);
   }
 };
 
@@ -489,18 +492,14 @@ struct BodyModeView {
   const Index* node_slot;  // per global node: its position in `node`, or -1
 };
 
-// Z_i^T x for one node (6 values)
-CONDSIM_HD_INLINE void ModeTranspose(const Scalar* r, const Scalar* x, Scalar* out) {
-  // translation rows: x; rotation rows: (-[r]x)^T x = [r]x x = r cross x
-  out[0] = x[0];
-  out[1] = x[1];
-  out[2] = x[2];
-  out[3] = r[1] * x[2] - r[2] * x[1];
-  out[4] = r[2] * x[0] - r[0] * x[2];
-  out[5] = r[0] * x[1] - r[1] * x[0];
+// Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
+CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Vec3* rot) {
+  *lin += x;
+  *rot += Cross(r, x);
 }
 
-// per listed node q: T_q = sum_j A_ij Z_j over the columns j of its own body (3x6, row-major)
+// per listed node q: T_q = sum_j A_ij Z_j over the columns j of its own body, as two 3x3 blocks
+// (translation: sum A_ij at 2q; rotation: sum A_ij (-[r_j]x) at 2q + 1)
 struct BodyModeProductOp {
   BodyModeView m;
   const Index* row_ptr;
@@ -509,21 +508,16 @@ struct BodyModeProductOp {
   Scalar* t;  // 18 per listed node
   CONDSIM_HD_INLINE void operator()(Index q) const {
     const Index i = m.node[q], body = m.node_body[i];
-    Scalar acc[18] = {};
+    Mat3 t_lin, t_rot;
     for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
       const Index j = col_idx[k];
       if (m.node_body[j] != body) continue;
-      const Scalar* a = values + 9 * std::int64_t(k);
-      const Scalar* r = m.arm + 3 * std::int64_t(m.node_slot[j]);
-      // A_ij Z_j = [A_ij, A_ij (-[r]x)]; (A (-[r]x))_{rc} = sum_s A_rs (-[r]x)_sc
-      const Scalar sk[9] = {0, r[2], -r[1], -r[2], 0, r[0], r[1], -r[0], 0};
-      for (int row = 0; row < 3; ++row)
-        for (int c = 0; c < 3; ++c) {
-          acc[6 * row + c] += a[3 * row + c];
-          acc[6 * row + 3 + c] += a[3 * row] * sk[c] + a[3 * row + 1] * sk[3 + c] + a[3 * row + 2] * sk[6 + c];
-        }
+      const Mat3 a = LoadMat3(values, k);
+      t_lin = t_lin + a;
+      t_rot = t_rot - a * Skew(LoadVec3(m.arm, m.node_slot[j]));
     }
-    for (int e = 0; e < 18; ++e) t[18 * std::int64_t(q) + e] = acc[e];
+    StoreMat3(t, 2 * q, t_lin);
+    StoreMat3(t, 2 * q + 1, t_rot);
   }
 };
 
@@ -533,18 +527,18 @@ struct BodyModeMatrixOp {
   const Scalar* t;
   Scalar* ac;  // 36 per body
   CONDSIM_HD_INLINE void operator()(Index b) const {
-    Scalar acc[36] = {};
+    // blocks [[sum T_lin, sum T_rot], [sum [r]x T_lin, sum [r]x T_rot]]
+    Mat3 blk[4];
     for (Index q = m.ptr[b]; q < m.ptr[b + 1]; ++q) {
-      const Scalar* r = m.arm + 3 * std::int64_t(q);
-      const Scalar* tq = t + 18 * std::int64_t(q);
-      for (int c = 0; c < 6; ++c) {
-        const Scalar col[3] = {tq[c], tq[6 + c], tq[12 + c]};
-        Scalar out[6];
-        ModeTranspose(r, col, out);
-        for (int row = 0; row < 6; ++row) acc[6 * row + c] += out[row];
-      }
+      const Mat3 sk = Skew(LoadVec3(m.arm, q)), t_lin = LoadMat3(t, 2 * q), t_rot = LoadMat3(t, 2 * q + 1);
+      blk[0] = blk[0] + t_lin;
+      blk[1] = blk[1] + t_rot;
+      blk[2] = blk[2] + sk * t_lin;
+      blk[3] = blk[3] + sk * t_rot;
     }
-    for (int e = 0; e < 36; ++e) ac[36 * std::int64_t(b) + e] = acc[e];
+    Scalar* out = ac + 36 * std::int64_t(b);
+    for (int row = 0; row < 6; ++row)
+      for (int c = 0; c < 6; ++c) out[6 * row + c] = blk[2 * (row / 3) + c / 3](row % 3, c % 3);
   }
 };
 
@@ -558,15 +552,11 @@ struct BodyModeSolveOp {
   const unsigned char* env_active;
   Scalar* dv;  // 6 per body
   CONDSIM_HD_INLINE void operator()(Index b) const {
-    Scalar g[6] = {};
+    Vec3 g_lin, g_rot;
     const bool active = m.ptr[b + 1] > m.ptr[b] && env_active[node_env[m.node[m.ptr[b]]]];
-    if (active) {
-      for (Index q = m.ptr[b]; q < m.ptr[b + 1]; ++q) {
-        Scalar out[6];
-        ModeTranspose(m.arm + 3 * std::int64_t(q), r + 3 * std::int64_t(m.node[q]), out);
-        for (int e = 0; e < 6; ++e) g[e] += out[e];
-      }
-    }
+    if (active)
+      for (Index q = m.ptr[b]; q < m.ptr[b + 1]; ++q) ModeTranspose(LoadVec3(m.arm, q), LoadVec3(r, m.node[q]), &g_lin, &g_rot);
+    const Scalar g[6] = {g_lin[0], g_lin[1], g_lin[2], g_rot[0], g_rot[1], g_rot[2]};
     const Scalar* inv = ac_inv + 36 * std::int64_t(b);
     for (int row = 0; row < 6; ++row) {
       Scalar s = 0;
@@ -576,7 +566,7 @@ struct BodyModeSolveOp {
   }
 };
 
-// per listed node: v_i += Z_i dv_b and r_i += T_i dv_b (r stays A v - b)
+// per listed node: v_i += Z_i dv_b = dv_lin + dv_ang x r and r_i += T_i dv_b (r stays A v - b)
 struct BodyModeApplyOp {
   BodyModeView m;
   const Scalar* t;
@@ -584,19 +574,10 @@ struct BodyModeApplyOp {
   Scalar* v;
   Scalar* r;
   CONDSIM_HD_INLINE void operator()(Index q) const {
-    const Index i = m.node[q];
-    const Scalar* d = dv + 6 * std::int64_t(m.node_body[i]);
-    const Scalar* a = m.arm + 3 * std::int64_t(q);
-    const Scalar* tq = t + 18 * std::int64_t(q);
-    // Z dv = dv_lin + dv_ang x r
-    const Scalar zv[3] = {d[0] + d[4] * a[2] - d[5] * a[1], d[1] + d[5] * a[0] - d[3] * a[2],
-                          d[2] + d[3] * a[1] - d[4] * a[0]};
-    for (int row = 0; row < 3; ++row) {
-      Scalar tr = 0;
-      for (int c = 0; c < 6; ++c) tr += tq[6 * row + c] * d[c];
-      v[3 * std::int64_t(i) + row] += zv[row];
-      r[3 * std::int64_t(i) + row] += tr;
-    }
+    const Index i = m.node[q], body = m.node_body[i];
+    const Vec3 lin = LoadVec3(dv, 2 * body), ang = LoadVec3(dv, 2 * body + 1);
+    AddVec3(v, i, lin + Cross(ang, LoadVec3(m.arm, q)));
+    AddVec3(r, i, LoadMat3(t, 2 * q) * lin + LoadMat3(t, 2 * q + 1) * ang);
   }
 };
 
