@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "apps/args.h"
@@ -58,11 +59,14 @@ BlockMatrix ChainMatrix(Index n, Scalar m, Scalar k, Scalar h) {
 // `condsim run SCENE`: steps a scene file (docs/scene-format.md) and writes DIR/summary.json
 int RunSceneFile(const Args& args) {
   const std::string path = args.positional()[0];
-  const Scene scene = LoadScene(path);
+  // --seed: the scene's randomized values drawn from their ranges (a batch member)
+  std::uint64_t seed = 0;
+  if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, std::numeric_limits<long long>::max()));
+  const Scene scene = LoadScene(path, args.Has("--seed") ? &seed : nullptr);
   BackendOptions options;
   options.cpu_threads = int(args.GetInt("--threads", 0, 0, 4096));
   const BackendSelection sel = MakeBackend(ParseBackendChoice(args.Get("--backend", "auto")), options);
-  const bool quiet = args.Flag("--quiet");
+  const bool quiet = args.Flag("--quiet"), verbose = args.Flag("--verbose");
   const Scalar dt = scene.world.dt;
   if (args.Has("--steps") && args.Has("--duration")) throw Error("run: give --steps or --duration, not both");
   long long steps = (long long)std::llround(scene.duration / dt);
@@ -88,8 +92,16 @@ int RunSceneFile(const Args& args) {
     recorder = std::make_unique<Recorder>(scene, sw);
     recorder->AddFrame(sw);
   }
-  if (!quiet) std::cout << "condsim run " << path << ": " << scene.name << ", " << steps << " steps of " << dt << " s on "
-                        << sel.backend->Describe() << "\n";
+  if (!quiet) {
+    std::cout << "condsim run " << path << ": " << scene.name << ", " << steps << " steps of " << dt << " s on "
+              << sel.backend->Describe() << "\n";
+    if (scene.randomized) {
+      std::cout << "seed " << scene.seed << ":";
+      for (const SceneRandom& r : scene.randomization)
+        for (const std::string& p : r.paths) std::cout << " " << p << " = " << r.value;
+      std::cout << "\n";
+    }
+  }
   const bool tty = isatty(fileno(stderr));
   double iterations = 0, contacts = 0, solver_s = 0, dynamics_s = 0, max_pen = 0;
   bool diverged = false;
@@ -112,6 +124,10 @@ int RunSceneFile(const Args& args) {
       recorder->AddStats(st);
       if ((done + 1) % every == 0) recorder->AddFrame(sw);
     }
+    if (verbose)
+      std::printf("step %lld t %.4f s: iterations %d residual %.3g m/s contacts %d virtual nodes %d penetration %.4g mm %.1f ms\n",
+                  done, double(done + 1) * dt, st.cond.iterations, st.cond.residual, int(st.contacts), int(st.virtual_nodes),
+                  double(st.max_penetration) * 1e3, st.step_seconds * 1e3);
     iterations += st.cond.iterations;
     contacts += double(st.contacts);
     const double solve = st.cond.setup_seconds + st.cond.iterate_seconds;
@@ -153,6 +169,9 @@ int RunSceneFile(const Args& args) {
   summary["dynamics_ms_per_step"] = dynamics_s / n * 1e3;
   summary["solver_ms_per_step"] = solver_s / n * 1e3;
   summary["wall_s"] = wall;
+  if (scene.randomized) summary["seed"] = scene.seed;
+  for (const SceneRandom& r : scene.randomization)
+    for (const std::string& p : r.paths) summary["randomization"][p] = r.value;
   summary["diverged"] = diverged;
   if (diverged) summary["failure"] = failure;
   if (recorder) {
@@ -189,11 +208,14 @@ int RunSceneFile(const Args& args) {
 }
 
 int RunScene(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--backend", "--envs", "--nodes", "--tol", "--max-iters", "--steps", "--duration", "--out", "--threads"},
-                  {"--help", "--quiet", "--no-output"}, "run");
+  const Args args(argv, {"--backend", "--envs", "--nodes", "--tol", "--max-iters", "--steps", "--duration", "--out", "--threads", "--seed"},
+                  {"--help", "--quiet", "--no-output", "--verbose"}, "run");
   if (args.Flag("--help")) {
     std::cout << "usage: condsim run SCENE.json [--backend cpu|cuda|auto] [--steps N | --duration S]\n"
-                 "       [--out DIR] [--threads N] [--quiet] [--no-output]\n"
+                 "       [--out DIR] [--threads N] [--seed N] [--quiet] [--verbose] [--no-output]\n"
+                 "--verbose: one line per step (iterations, residual, contacts, penetration, time).\n"
+                 "--seed N: draw the scene's randomized values (its \"randomization\" ranges) with seed N;\n"
+                 "without it the values written in the file are used.\n"
                  "steps a scene file (docs/scene-format.md): progress, a summary table and\n"
                  "DIR/summary.json (default DIR: condsim-out/<scene name>), and DIR/output.h5 + .xmf\n"
                  "when the scene sets output.frame_rate (--no-output: skip it).\n"

@@ -52,6 +52,10 @@ void ContactSet::Validate(const std::vector<Index>& node_env, bool isotropic_onl
 }
 
 Mat3 ContactFrame(const Vec3& normal) {
+  // a zero or non-finite normal means degenerate geometry upstream: never a silent bad frame
+  CONDSIM_CHECK(std::isfinite(normal[0]) && std::isfinite(normal[1]) && std::isfinite(normal[2]) && Norm(normal) > 0,
+                "contact normal (" << normal[0] << ", " << normal[1] << ", " << normal[2]
+                                   << ") is zero or not finite (degenerate contact geometry)");
   const Vec3 n = Normalized(normal);
   // first tangent: the axis least aligned with n, orthogonalized
   const Vec3 axis = std::fabs(n[0]) < 0.9 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);

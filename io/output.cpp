@@ -44,23 +44,25 @@ Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(sc
     t.count = static_cast<Index>(scene.rods[k].geometry.centers.size());
     tracks_.push_back(std::move(t));
   }
-  for (std::size_t k = 0; k < scene.rigid.size(); ++k) {
+  // rigid bodies with their contact shapes (for pictures), in the order AddFrame records them
+  auto add_rigid = [&](const std::string& name, Index id) {
     Track t;
-    t.name = scene.rigid[k].name;
+    t.name = name;
     t.kind = "rigid";
     t.count = 1;
+    const RigidBody& b = world.world->rigid_body(id);
+    t.shape = static_cast<Index>(b.shape);
+    t.size = b.size;
     tracks_.push_back(std::move(t));
+  };
+  for (std::size_t k = 0; k < scene.rigid.size(); ++k) add_rigid(scene.rigid[k].name, world.rigid_ids[k]);
+  for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
+    const Gripper& g = world.grippers[k];
+    add_rigid(scene.grippers[k].name + "_palm", g.palm);
+    add_rigid(scene.grippers[k].name + "_finger0", g.finger[0]);
+    add_rigid(scene.grippers[k].name + "_finger1", g.finger[1]);
   }
-  for (const SceneGripper& g : scene.grippers)
-    for (const char* part : {"palm", "finger0", "finger1"}) {
-      Track t;
-      t.name = g.name + "_" + part;
-      t.kind = "rigid";
-      t.count = 1;
-      tracks_.push_back(std::move(t));
-    }
   statics_ = scene.statics;
-  (void)world;
 }
 
 void Recorder::AddStats(const StepStats& s) {
@@ -164,6 +166,12 @@ void Recorder::Write(const std::string& path) const {
     WriteData(g, "x", dbl, {frames, hsize_t(t.count), 3}, t.x.data(), name);
     if (!t.q.empty()) WriteData(g, "q", dbl, {frames, hsize_t(t.count), 4}, t.q.data(), name);
     if (!t.cells.empty()) WriteData(g, "tets", H5T_NATIVE_INT32, {t.cells.size() / 4, 4}, t.cells.data(), name);
+    if (t.shape >= 0) {
+      // the contact shape in the body frame: type as /static/type, size as /static/size
+      WriteData(g, "shape", H5T_NATIVE_INT32, {1}, &t.shape, name);
+      const Scalar size[3] = {t.size[0], t.size[1], t.size[2]};
+      WriteData(g, "size", dbl, {3}, size, name);
+    }
     if (t.kind == "rod") {
       std::vector<Index> line(std::size_t(t.count));
       for (Index i = 0; i < t.count; ++i) line[i] = i;

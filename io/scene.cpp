@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -537,7 +538,61 @@ void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec
   *w = (1 / h) * rel;
 }
 
-Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir) {
+// the "randomization" list: each entry's path must name a number in the scene and its range
+// must hold that number; with a seed the numbers are replaced by uniform draws
+std::vector<SceneRandom> ParseRandomization(const Value& list, Json* root, const std::uint64_t* seed) {
+  std::vector<SceneRandom> out;
+  const std::size_t n = list.Array();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Value e = list.At(i);
+    e.Object({"path", "range"});
+    SceneRandom r;
+    // one pointer, or several sharing the draw (e.g. two fingers of one material)
+    const Value path = e.At("path");
+    std::vector<Value> items;
+    if (path.json().is_array()) {
+      if (path.Array() == 0) path.Fail("expected a pointer or a non-empty array of pointers");
+      for (std::size_t k = 0; k < path.json().size(); ++k) items.push_back(path.At(k));
+    } else {
+      items.push_back(path);
+    }
+    for (const Value& item : items) {
+      const std::string p = item.String();
+      Json::json_pointer ptr;
+      try {
+        ptr = Json::json_pointer(p);
+      } catch (const Json::exception&) {
+        item.Fail("'" + p + "' is not a JSON pointer (e.g. /fem_bodies/0/material/young)");
+      }
+      bool found = false;
+      try {
+        found = root->contains(ptr);
+      } catch (const Json::exception&) {
+      }
+      if (p.empty() || p.rfind("/randomization", 0) == 0 || !found) item.Fail("'" + p + "' names no value in the scene");
+      if (!root->at(ptr).is_number()) item.Fail("'" + p + "' is not a number");
+      r.paths.push_back(p);
+    }
+    const Value range = e.At("range");
+    if (range.Array() != 2) range.Fail("expected [lo, hi]");
+    r.lo = range.At(0).Number();
+    r.hi = range.At(1).Number(r.lo, kInf);
+    r.value = root->at(Json::json_pointer(r.paths[0])).get<double>();
+    out.push_back(r);
+  }
+  if (seed != nullptr) {
+    std::mt19937_64 rng(*seed);
+    for (SceneRandom& r : out) {
+      // 53 random bits to [0, 1): the same on every platform (std's distributions are not)
+      const double u = double(rng() >> 11) * 0x1.0p-53;
+      r.value = r.lo + (r.hi - r.lo) * u;
+      for (const std::string& p : r.paths) (*root)[Json::json_pointer(p)] = r.value;
+    }
+  }
+  return out;
+}
+
+Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir, const std::uint64_t* seed) {
   Json root;
   try {
     root = Json::parse(text);
@@ -556,9 +611,16 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   }
   Scene scene;
   scene.source = source;
+  // randomized values are drawn first, so every value is then checked as if written in the file
+  if (root.is_object() && root.contains("randomization")) {
+    const Json list = root["randomization"];
+    scene.randomization = ParseRandomization(Value(list, "/randomization", source), &root, seed);
+  }
+  scene.randomized = seed != nullptr;
+  scene.seed = seed != nullptr ? *seed : 0;
   const Value v(root, "", source);
   v.Object({"name", "description", "duration", "world", "solver", "static", "static_meshes", "rigid_bodies", "fem_bodies",
-            "joints", "rods", "rod_end_drives", "pose_drives", "grippers", "output"});
+            "joints", "rods", "rod_end_drives", "pose_drives", "grippers", "output", "randomization"});
   scene.name = v.String("name", source);
   scene.description = v.String("description", "");
   scene.duration = v.Number("duration", 1, 0, kInf, true);
@@ -624,13 +686,13 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   return scene;
 }
 
-Scene LoadScene(const std::string& path) {
+Scene LoadScene(const std::string& path, const std::uint64_t* seed) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open the scene file");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::size_t slash = path.find_last_of('/');
-  return ParseScene(ss.str(), path, slash == std::string::npos ? "" : path.substr(0, slash));
+  return ParseScene(ss.str(), path, slash == std::string::npos ? "" : path.substr(0, slash), seed);
 }
 
 SceneWorld BuildWorld(const Scene& scene, Backend* backend) {

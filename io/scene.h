@@ -92,6 +92,14 @@ struct SceneJoint {
   JointDrive drive;
 };
 
+// a randomized scene value: the numbers at `paths` (JSON pointers into the scene) take one
+// draw, uniform in [lo, hi], when the scene is loaded with a seed (batch runs)
+struct SceneRandom {
+  std::vector<std::string> paths;
+  double lo = 0, hi = 0;
+  double value = 0;       // the value used (drawn, or the file's when not randomized)
+};
+
 struct Scene {
   std::string source;     // the file (for messages)
   std::string name, description;
@@ -108,12 +116,19 @@ struct Scene {
   std::vector<SceneGripper> grippers;
   Scalar frame_rate = 0;   // output frames per second (0: no trajectory file)
   std::uint64_t hash = 0;  // FNV-1a of the file's bytes
+  std::vector<SceneRandom> randomization;  // the scene's ranges, with the values used
+  bool randomized = false;                 // loaded with a seed: values drawn from the ranges
+  std::uint64_t seed = 0;
 };
 
-// reads and validates a scene file; mesh files are relative to the scene's directory
-Scene LoadScene(const std::string& path);
+// reads and validates a scene file; mesh files are relative to the scene's directory. With a
+// seed, every value named in the scene's "randomization" list is first replaced by a uniform
+// draw from its range (std::mt19937_64 seeded with `seed`, one draw per entry in file order, so
+// the same seed gives the same scene on every platform)
+Scene LoadScene(const std::string& path, const std::uint64_t* seed = nullptr);
 // the same from text (`source` names it in messages, `dir` resolves relative mesh paths)
-Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir);
+Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir,
+                 const std::uint64_t* seed = nullptr);
 
 // a world built from a scene, with the ids of its bodies in scene order
 struct SceneWorld {

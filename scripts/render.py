@@ -4,7 +4,7 @@
 usage: render.py OUTPUT.h5 [--out DIR] [--frames N] [--gif] [--elev DEG] [--azim DEG]
 
 Draws every body of each chosen frame in 3-D (FEM bodies: their boundary faces, cables: the
-polyline of their segment centres, rigid bodies: their centre of mass and its path), the static shapes
+polyline of their segment centres, rigid bodies: their shape, centre of mass and its path), the static shapes
 (capsules, spheres, boxes) and the frame's contact points, with equal axis scales over the run. Writes DIR/frame_NNNN.png (default DIR: the
 output file's directory) and, with --gif, DIR/animation.gif of all frames (Pillow, which
 matplotlib depends on). Needs Debian's python3-h5py and python3-matplotlib.
@@ -43,6 +43,9 @@ def load(path):
         body = {"name": name, "kind": kind, "x": g["x"][()]}
         if kind == "fem":
             body["faces"] = boundary_faces(g["tets"][()])
+        if kind == "rigid" and "shape" in g and "q" in g:
+            body["shape"] = (int(g["shape"][0]), g["size"][()])
+            body["q"] = g["q"][()]
         bodies.append(body)
     statics = []
     if "static" in f:
@@ -126,7 +129,9 @@ def main():
             elif b["kind"] == "rod":
                 ax.plot(x[:, 0], x[:, 1], x[:, 2], color="#e69138", linewidth=2)
             else:
-                # the centre of mass and its path so far
+                # its shape (boxes, spheres, capsules) at the frame's pose, the centre of mass and its path so far
+                if "shape" in b and b["shape"][0] in (1, 2, 3):
+                    draw_static(ax, (b["shape"][0], x[0], b["q"][k][0], b["shape"][1]), (centre - half, centre + half))
                 path = b["x"][: k + 1, 0, :]
                 ax.plot(path[:, 0], path[:, 1], path[:, 2], color="#444444", linewidth=1)
                 ax.scatter(x[:, 0], x[:, 1], x[:, 2], color="#444444", s=30)

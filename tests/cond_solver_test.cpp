@@ -464,6 +464,11 @@ TEST(CondSolverInput, RejectsBadParametersAndContacts) {
   CondParams prox;
   prox.projection = Projection::kProximal;
   EXPECT_THROW(Solve(a, {0, 0, 0, 0, 0, 0}, aniso, prox), Error);
+  // a zero or NaN normal never becomes a frame
+  EXPECT_THROW(ContactFrame(Vec3()), Error);
+  EXPECT_THROW(ContactFrame(Vec3(std::nan(""), 0, 1)), Error);
+  const Mat3 r = ContactFrame(Vec3(0, 0, 2));  // any length: the unit normal is the first row
+  EXPECT_EQ(r(0, 2), 1);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 
 #include "io/scene.h"
@@ -122,6 +123,59 @@ TEST(Scene, GripperClosesOnBall) {
   EXPECT_LT(std::fabs(force[0]), 0.5);  // the two pads' pushes cancel
 }
 
+// mean z of an FEM body's nodes [m]
+Scalar MeanZ(const std::vector<Scalar>& x) {
+  Scalar z = 0;
+  for (std::size_t i = 2; i < x.size(); i += 3) z += x[i];
+  return z / Scalar(x.size() / 3);
+}
+
+// scenes/soft_ball_gripping.json (cond-paper V-C4) to 1.6 s: the gripper closes, the ball rises
+// with the palm's 5 cm lift (to 2 mm: the pads' grip slips less than that), and the deepest
+// contact gap stays below the 0.01 mm of the paper's Table III (COND: 0.0058 mm); every step
+// converges
+TEST(Scene, SoftBallGrippingSceneLiftsTheBall) {
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_ball_gripping.json");
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  const Scalar z0 = MeanZ(sw.world->FemPositions(sw.fem_ids[0]));
+  Scalar worst = 0;
+  double iterations = 0;
+  for (int k = 0; k < 160; ++k) {
+    ApplyControls(scene, &sw);
+    const StepStats st = sw.world->Step();
+    ASSERT_TRUE(st.cond.converged) << "step " << k;
+    worst = std::max(worst, st.max_penetration);
+    iterations += st.cond.iterations;
+  }
+  const Scalar lift = MeanZ(sw.world->FemPositions(sw.fem_ids[0])) - z0;
+  std::printf("soft_ball_gripping.json, 1.6 s: ball lifted %.2f mm (palm 50), max penetration %.4f mm, %.1f iterations/step\n",
+              lift * 1e3, worst * 1e3, iterations / 160);
+  EXPECT_NEAR(lift, 0.05, 2e-3);
+  EXPECT_LT(worst, 1e-5);
+}
+
+// scenes/soft_gripper.json (cond-paper V-C6): the soft fingers hold the rigid cube by friction
+// and lift it with their handles' 3 cm (to 3 mm); the cube does not tip (its up axis within
+// 5 degrees of z)
+TEST(Scene, SoftGripperSceneLiftsTheCube) {
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_gripper.json");
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  const Scalar z0 = sw.world->rigid_body(sw.rigid_ids[0]).x[2];
+  for (int k = 0; k < 130; ++k) {
+    ApplyControls(scene, &sw);
+    const StepStats st = sw.world->Step();
+    ASSERT_TRUE(st.cond.converged) << "step " << k;
+  }
+  const RigidBody& cube = sw.world->rigid_body(sw.rigid_ids[0]);
+  const Vec3 up = ToMatrix(cube.q).Col(2);
+  std::printf("soft_gripper.json, 1.3 s: cube lifted %.2f mm (handles 30), tilt %.2f deg\n", (cube.x[2] - z0) * 1e3,
+              std::acos(std::min<Scalar>(1, up[2])) * 180 / std::acos(-1.0));
+  EXPECT_NEAR(cube.x[2] - z0, 0.03, 3e-3);
+  EXPECT_GT(up[2], std::cos(5 * std::acos(-1.0) / 180));
+}
+
 // an FEM handle: the nodes in its box follow the trajectory rigidly (prescribed velocities bring
 // them to the carried positions at each step's end)
 TEST(Scene, FemHandleCarriesItsNodes) {
@@ -159,9 +213,74 @@ TEST(Scene, FemHandleCarriesItsNodes) {
 // every shipped scene file loads (values in range, files present)
 TEST(Scene, ShippedScenesLoad) {
   for (const char* name : {"box_sliding.json", "anisotropic_box.json", "cable_winding.json", "cable_winding_320.json",
-                           "soft_mat_folding.json"}) {
+                           "soft_mat_folding.json", "soft_ball_gripping.json", "soft_gripper.json"}) {
     EXPECT_NO_THROW(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name)) << name;
   }
+}
+
+// randomization ranges: without a seed the file's values; with one, uniform draws whose first
+// value is the reference std::mt19937_64(seed)() >> 11 scaled by 2^-53 (the standard fixes
+// mt19937_64's output sequence, so this is the same on every platform), placed in the scene
+TEST(Scene, RandomizationDrawsFromTheRanges) {
+  const std::string text = R"({"static": [{"type": "plane", "mu": 0.3}],
+      "rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 0.2]}],
+      "randomization": [{"path": "/rigid_bodies/0/mass", "range": [2, 4]}, {"path": "/static/0/mu", "range": [0.1, 0.5]}]})";
+  const Scene nominal = ParseScene(text, "t.json", "");
+  ASSERT_EQ(nominal.randomization.size(), 2u);
+  EXPECT_FALSE(nominal.randomized);
+  EXPECT_EQ(nominal.randomization[0].value, 1);
+  EXPECT_EQ(nominal.rigid[0].body.mass, 1);
+  for (std::uint64_t seed : {0ull, 7ull, 123456789ull}) {
+    const Scene a = ParseScene(text, "t.json", "", &seed), b = ParseScene(text, "t.json", "", &seed);
+    std::mt19937_64 reference(seed);
+    const double u0 = double(reference() >> 11) * 0x1.0p-53, u1 = double(reference() >> 11) * 0x1.0p-53;
+    EXPECT_EQ(a.rigid[0].body.mass, 2 + 2 * u0) << seed;
+    EXPECT_EQ(a.statics[0].mu1, 0.1 + 0.4 * u1) << seed;
+    EXPECT_EQ(a.randomization[1].value, a.statics[0].mu1);
+    EXPECT_EQ(b.rigid[0].body.mass, a.rigid[0].body.mass);  // deterministic
+    EXPECT_TRUE(a.randomized);
+    EXPECT_EQ(a.seed, seed);
+  }
+  // a list of pointers shares one draw
+  const std::string shared = R"({"rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 0.2]},
+                                                   {"shape": "sphere", "radius": 0.1, "mass": 1, "position": [1, 0, 0.2]}],
+      "randomization": [{"path": ["/rigid_bodies/0/mass", "/rigid_bodies/1/mass"], "range": [2, 4]}]})";
+  std::uint64_t s3 = 3;
+  const Scene both = ParseScene(shared, "t.json", "", &s3);
+  EXPECT_EQ(both.rigid[0].body.mass, both.rigid[1].body.mass);
+  EXPECT_GE(both.rigid[0].body.mass, 2);
+  EXPECT_LE(both.rigid[0].body.mass, 4);
+  std::uint64_t s1 = 1, s2 = 2;
+  EXPECT_NE(ParseScene(text, "t.json", "", &s1).rigid[0].body.mass, ParseScene(text, "t.json", "", &s2).rigid[0].body.mass);
+  // bad entries, and a draw outside what the field allows, name their paths
+  auto error = [](const std::string& t, std::uint64_t seed) {
+    try {
+      ParseScene(t, "t.json", "", &seed);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string body = R"({"rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 0.2]}], )";
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/1/mass", "range": [1, 2]}]})", 0)
+                .find("/randomization/0/path: '/rigid_bodies/1/mass' names no value"),
+            std::string::npos);
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/shape", "range": [1, 2]}]})", 0)
+                .find("/randomization/0/path: '/rigid_bodies/0/shape' is not a number"),
+            std::string::npos);
+  EXPECT_NE(error(body + R"("randomization": [{"path": ["/rigid_bodies/0/mass", "/nothing"], "range": [1, 2]}]})", 0)
+                .find("/randomization/0/path/1: '/nothing' names no value"),
+            std::string::npos);
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [2, 1]}]})", 0)
+                .find("/randomization/0/range/1: 1 is outside [2, inf]"),
+            std::string::npos);
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [1, 2], "seed": 3}]})", 0)
+                .find("/randomization/0/seed: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [-2, -1]}]})", 0)
+                .find("t.json: /rigid_bodies/0/mass: -1."),
+            std::string::npos)
+      << error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [-2, -1]}]})", 0);
 }
 
 TEST(Scene, BadInputNamesFileAndPath) {
