@@ -17,7 +17,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <string>
 
 #include "apps/args.h"
@@ -61,7 +60,7 @@ int RunSceneFile(const Args& args) {
   const std::string path = args.positional()[0];
   // --seed: the scene's randomized values drawn from their ranges (a batch member)
   std::uint64_t seed = 0;
-  if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, std::numeric_limits<long long>::max()));
+  if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, (1LL << 53) - 1));  // exact in the parser's double
   const Scene scene = LoadScene(path, args.Has("--seed") ? &seed : nullptr);
   BackendOptions options;
   options.cpu_threads = int(args.GetInt("--threads", 0, 0, 4096));
@@ -213,12 +212,12 @@ int RunScene(const std::vector<std::string>& argv) {
   if (args.Flag("--help")) {
     std::cout << "usage: condsim run SCENE.json [--backend cpu|cuda|auto] [--steps N | --duration S]\n"
                  "       [--out DIR] [--threads N] [--seed N] [--quiet] [--verbose] [--no-output]\n"
-                 "--verbose: one line per step (iterations, residual, contacts, penetration, time).\n"
-                 "--seed N: draw the scene's randomized values (its \"randomization\" ranges) with seed N;\n"
-                 "without it the values written in the file are used.\n"
                  "steps a scene file (docs/scene-format.md): progress, a summary table and\n"
                  "DIR/summary.json (default DIR: condsim-out/<scene name>), and DIR/output.h5 + .xmf\n"
                  "when the scene sets output.frame_rate (--no-output: skip it).\n"
+                 "--seed N (0 .. 2^53 - 1): draw the scene's randomized values (its \"randomization\" ranges) with seed N;\n"
+                 "without it the values written in the file are used.\n"
+                 "--verbose: one line per step (iterations, residual, contacts, penetration, time).\n"
                  "Without a scene: the placeholder default (one implicit step of a batch of hanging\n"
                  "chains) with [--envs 8] [--nodes 1000] [--tol 1e-10] [--max-iters 10000].\n";
     return 0;

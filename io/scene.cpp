@@ -538,6 +538,8 @@ void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec
   *w = (1 / h) * rel;
 }
 
+namespace {
+
 // the "randomization" list: each entry's path must name a number in the scene and its range
 // must hold that number; with a seed the numbers are replaced by uniform draws
 std::vector<SceneRandom> ParseRandomization(const Value& list, Json* root, const std::uint64_t* seed) {
@@ -591,6 +593,8 @@ std::vector<SceneRandom> ParseRandomization(const Value& list, Json* root, const
   }
   return out;
 }
+
+}  // namespace
 
 Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir, const std::uint64_t* seed) {
   Json root;
