@@ -44,12 +44,13 @@ Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(sc
     t.count = static_cast<Index>(scene.rods[k].geometry.centers.size());
     tracks_.push_back(std::move(t));
   }
-  // rigid bodies with their contact shapes (for pictures), in the order AddFrame records them
+  // rigid bodies (the scene's, then each gripper's parts) with their contact shapes (for pictures)
   auto add_rigid = [&](const std::string& name, Index id) {
     Track t;
     t.name = name;
     t.kind = "rigid";
     t.count = 1;
+    t.body = id;
     const RigidBody& b = world.world->rigid_body(id);
     t.shape = static_cast<Index>(b.shape);
     t.size = b.size;
@@ -87,10 +88,8 @@ void Recorder::AddFrame(const SceneWorld& sw) {
     const std::vector<Scalar> q = w.rod_model(sw.rod_ids[k]).orientations().ToHost();
     tracks_[t].q.insert(tracks_[t].q.end(), q.begin(), q.end());
   }
-  std::vector<Index> rigid = sw.rigid_ids;
-  for (const Gripper& g : sw.grippers) rigid.insert(rigid.end(), {g.palm, g.finger[0], g.finger[1]});
-  for (std::size_t k = 0; k < rigid.size(); ++k, ++t) {
-    const RigidBody& b = w.rigid_body(rigid[k]);
+  for (; t < tracks_.size(); ++t) {
+    const RigidBody& b = w.rigid_body(tracks_[t].body);
     tracks_[t].x.insert(tracks_[t].x.end(), {b.x[0], b.x[1], b.x[2]});
     tracks_[t].q.insert(tracks_[t].q.end(), {b.q.w, b.q.x, b.q.y, b.q.z});
   }

@@ -31,6 +31,7 @@ class Recorder {
     Index count = 0;               // nodes / segments / 1
     std::vector<Scalar> x, q;      // per frame: 3 per item, 4 per item (rods, rigid)
     std::vector<Index> cells;      // FEM: tetrahedra (4 each)
+    Index body = -1;               // rigid: its World body id
     Index shape = -1;              // rigid: ShapeType (1 sphere, 2 box, 3 capsule, 4 mesh)
     Vec3 size;                     // rigid: StaticShape::size of its shape [m]
   };

@@ -572,14 +572,15 @@ std::vector<SceneRandom> ParseRandomization(const Value& list, Json* root, const
       } catch (const Json::exception&) {
       }
       if (p.empty() || p.rfind("/randomization", 0) == 0 || !found) item.Fail("'" + p + "' names no value in the scene");
-      if (!root->at(ptr).is_number()) item.Fail("'" + p + "' is not a number");
+      const Json& number = root->at(ptr);
+      if (!number.is_number()) item.Fail("'" + p + "' is not a number");
+      if (r.paths.empty()) r.value = number.get<double>();  // the file's value (the first pointer's)
       r.paths.push_back(p);
     }
     const Value range = e.At("range");
     if (range.Array() != 2) range.Fail("expected [lo, hi]");
     r.lo = range.At(0).Number();
     r.hi = range.At(1).Number(r.lo, kInf);
-    r.value = root->at(Json::json_pointer(r.paths[0])).get<double>();
     out.push_back(r);
   }
   if (seed != nullptr) {

@@ -13,10 +13,10 @@
 namespace condsim {
 namespace {
 
-// the error message of parsing `text`, or "" when it parses
-std::string ParseError(const std::string& text) {
+// the error message of parsing `text` (with a seed: randomized), or "" when it parses
+std::string ParseError(const std::string& text, const std::uint64_t* seed = nullptr) {
   try {
-    ParseScene(text, "t.json", "");
+    ParseScene(text, "t.json", "", seed);
   } catch (const Error& e) {
     return e.what();
   }
@@ -253,34 +253,28 @@ TEST(Scene, RandomizationDrawsFromTheRanges) {
   std::uint64_t s1 = 1, s2 = 2;
   EXPECT_NE(ParseScene(text, "t.json", "", &s1).rigid[0].body.mass, ParseScene(text, "t.json", "", &s2).rigid[0].body.mass);
   // bad entries, and a draw outside what the field allows, name their paths
-  auto error = [](const std::string& t, std::uint64_t seed) {
-    try {
-      ParseScene(t, "t.json", "", &seed);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const std::uint64_t zero = 0;
+  auto error = [&](const std::string& t) { return ParseError(t, &zero); };
   const std::string body = R"({"rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 0.2]}], )";
-  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/1/mass", "range": [1, 2]}]})", 0)
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/1/mass", "range": [1, 2]}]})")
                 .find("/randomization/0/path: '/rigid_bodies/1/mass' names no value"),
             std::string::npos);
-  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/shape", "range": [1, 2]}]})", 0)
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/shape", "range": [1, 2]}]})")
                 .find("/randomization/0/path: '/rigid_bodies/0/shape' is not a number"),
             std::string::npos);
-  EXPECT_NE(error(body + R"("randomization": [{"path": ["/rigid_bodies/0/mass", "/nothing"], "range": [1, 2]}]})", 0)
+  EXPECT_NE(error(body + R"("randomization": [{"path": ["/rigid_bodies/0/mass", "/nothing"], "range": [1, 2]}]})")
                 .find("/randomization/0/path/1: '/nothing' names no value"),
             std::string::npos);
-  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [2, 1]}]})", 0)
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [2, 1]}]})")
                 .find("/randomization/0/range/1: 1 is outside [2, inf]"),
             std::string::npos);
-  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [1, 2], "seed": 3}]})", 0)
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [1, 2], "seed": 3}]})")
                 .find("/randomization/0/seed: unknown key"),
             std::string::npos);
-  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [-2, -1]}]})", 0)
+  EXPECT_NE(error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [-2, -1]}]})")
                 .find("t.json: /rigid_bodies/0/mass: -1."),
             std::string::npos)
-      << error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [-2, -1]}]})", 0);
+      << error(body + R"("randomization": [{"path": "/rigid_bodies/0/mass", "range": [-2, -1]}]})");
 }
 
 TEST(Scene, BadInputNamesFileAndPath) {

@@ -46,10 +46,11 @@ namespace {
 // contact frame against a shape: rows (n, t1, t2); an anisotropic shape (mu1 != mu2) puts t1
 // along its local x axis projected on the tangent plane, so mu1 acts along that axis
 Mat3 ShapeFrame(const StaticShape& s, const Vec3& n) {
-  if (s.mu1 == s.mu2) return ContactFrame(n);
+  const Mat3 frame = ContactFrame(n);  // also rejects a zero or non-finite normal
+  if (s.mu1 == s.mu2) return frame;
   const Vec3 ax = ToMatrix(s.orientation).Col(0);
   Vec3 t1 = ax - Dot(ax, n) * n;
-  if (Norm(t1) < 1e-9) return ContactFrame(n);
+  if (Norm(t1) < 1e-9) return frame;
   t1 = Normalized(t1);
   return Mat3::FromRows(n, t1, Cross(n, t1));
 }
