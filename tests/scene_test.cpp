@@ -8,6 +8,7 @@
 #include <string>
 
 #include "io/scene.h"
+#include "interpenetration.h"
 #include "test_util.h"
 
 namespace condsim {
@@ -153,6 +154,41 @@ TEST(Scene, SoftBallGrippingSceneLiftsTheBall) {
               lift * 1e3, worst * 1e3, iterations / 160);
   EXPECT_NEAR(lift, 0.05, 2e-3);
   EXPECT_LT(worst, 1e-5);
+}
+
+// scenes/soft_mat_folding.json (cond-paper V-C3, Table II: COND's max penetration 0.0033 mm):
+// the whole 3 s fold. References: the bound (max penetration below 0.01 mm) for the
+// detector's gaps at every step's start and for the independent measure (interpenetration.h:
+// surface vertices inside foreign elements) every 0.25 s; the turned edge ends on the left half
+// (self-contacts), and the left half stays on the table (its far end slides less than 1 cm)
+TEST(Scene, SoftMatFoldingSceneFoldsWithoutPenetration) {
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_mat_folding.json");
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  const TetMesh& mesh = scene.fem[0].mesh;
+  Scalar detected = 0, independent = 0;
+  double iterations = 0;
+  const int steps = 300;
+  for (int k = 0; k < steps; ++k) {
+    ApplyControls(scene, &sw);
+    const StepStats st = sw.world->Step();
+    ASSERT_TRUE(st.cond.converged) << "step " << k;
+    detected = std::max(detected, st.max_penetration);
+    iterations += st.cond.iterations;
+    if (k % 25 == 24) independent = std::max(independent, test::MaxPenetration(mesh, sw.world->FemPositions(sw.fem_ids[0])));
+  }
+  Index self = 0;
+  for (const ContactRecord& c : sw.world->contacts()) self += c.body_i == sw.fem_ids[0] && c.body_j == sw.fem_ids[0];
+  // node 0: the mat's corner at the origin (the box generator's first node), on the left half
+  const std::vector<Scalar> x = sw.world->FemPositions(sw.fem_ids[0]);
+  std::printf("soft_mat_folding.json, 3 s: max penetration %.2e mm detected, %.2e mm independent; %d self-contacts; "
+              "left end moved %.2f mm; %.1f iterations/step\n",
+              detected * 1e3, independent * 1e3, int(self), std::fabs(x[0] - mesh.x[0]) * 1e3, iterations / steps);
+  EXPECT_LT(detected, 1e-5);
+  EXPECT_LT(independent, 1e-5);
+  EXPECT_GT(self, 20);
+  EXPECT_LT(std::fabs(x[0] - mesh.x[0]), 0.01);
+  EXPECT_LT(x[2], 1e-3);
 }
 
 // scenes/soft_gripper.json (cond-paper V-C6): the soft fingers hold the rigid cube by friction

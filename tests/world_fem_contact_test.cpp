@@ -1,53 +1,18 @@
 // FEM bodies against each other and themselves (D-contacts, eq. 14-15 with barycentric virtual
 // nodes on surface triangles). References: statics (a cube stacked on another carries its weight)
-// and an independent interpenetration measure: a surface vertex strictly inside an element it
-// does not belong to (barycentric test), at the distance to the nearest surface triangle.
+// and an independent interpenetration measure (interpenetration.h).
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>
 #include <cmath>
 
-#include "models/collision/primitives.h"
 #include "models/world/world.h"
+#include "interpenetration.h"
 #include "test_util.h"
 
 namespace condsim {
 namespace {
 
 constexpr Scalar kPi = 3.14159265358979323846;
-
-// deepest vertex of `x` (3 per node, the mesh's numbering) inside a foreign element [m]
-Scalar MaxPenetration(const TetMesh& mesh, const std::vector<Scalar>& x) {
-  const std::vector<Index> tris = SurfaceTriangles(mesh), surface = SurfaceNodes(mesh);
-  auto at = [&](Index i) { return LoadVec3(x.data(), i); };
-  Scalar worst = 0;
-  for (Index i : surface) {
-    const Vec3 p = at(i);
-    bool inside = false;
-    for (Index e = 0; e < mesh.num_tets() && !inside; ++e) {
-      const Index* t = mesh.tets.data() + 4 * std::size_t(e);
-      if (t[0] == i || t[1] == i || t[2] == i || t[3] == i) continue;
-      Eigen::Matrix3d m;
-      for (int k = 0; k < 3; ++k) {
-        const Vec3 d = at(t[k + 1]) - at(t[0]);
-        m.col(k) << d[0], d[1], d[2];
-      }
-      const Vec3 q = p - at(t[0]);
-      const Eigen::Vector3d b = m.colPivHouseholderQr().solve(Eigen::Vector3d(q[0], q[1], q[2]));
-      inside = b.minCoeff() > 1e-9 && b.sum() < 1 - 1e-9;
-    }
-    if (!inside) continue;
-    Scalar depth = 1e30;
-    for (std::size_t k = 0; k < tris.size(); k += 3) {
-      if (tris[k] == i || tris[k + 1] == i || tris[k + 2] == i) continue;
-      const Vec3 a = at(tris[k]), b = at(tris[k + 1]), c = at(tris[k + 2]);
-      const Vec3 w = ClosestOnTriangle(p, a, b, c);
-      depth = std::min(depth, Norm(p - (w[0] * a + w[1] * b + w[2] * c)));
-    }
-    worst = std::max(worst, depth);
-  }
-  return worst;
-}
 
 WorldParams Params() {
   WorldParams p;
@@ -101,7 +66,7 @@ TEST(WorldFemContact, StackedCubesCarryTheWeight) {
   std::vector<Scalar> x = world.FemPositions(0);
   const std::vector<Scalar> xu = world.FemPositions(top);
   x.insert(x.end(), xu.begin(), xu.end());
-  EXPECT_LE(MaxPenetration(both, x), 1e-4);
+  EXPECT_LE(test::MaxPenetration(both, x), 1e-4);
   EXPECT_GT(lowest, 0.035);
 }
 
@@ -148,7 +113,7 @@ TEST(WorldFemContact, FoldedMatDoesNotInterpenetrate) {
     ASSERT_TRUE(st.cond.converged) << "step " << k << " residual " << st.cond.residual;
     for (const ContactRecord& r : world.contacts())
       if (r.body_i == mat_body && r.body_j == mat_body) ++self_contacts;
-    const Scalar pen = MaxPenetration(mesh, world.FemPositions(mat_body));
+    const Scalar pen = test::MaxPenetration(mesh, world.FemPositions(mat_body));
     worst = std::max(worst, pen);
     if (k % 25 == 0) std::printf("[ fold     ] step %d: %lld contacts (%d self), %d iterations, penetration %.3g mm\n", k, (long long)st.contacts, [&] { int n = 0; for (const ContactRecord& r : world.contacts()) n += r.body_j == mat_body; return n; }(), st.cond.iterations, pen * 1e3);
   }
