@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU work of a session in one device call, after `bash .devdeps/gpu-check.sh` has built the
+# project (../shared/device/README.md): every shipped scene on cuda and on cpu with their
+# summary.json side by side, a bitwise repeat on cuda (same scene, same backend, same seed), and
+# optionally the benchmarks. Everything lands in $OUT (the device tool brings it back); copy the
+# numbers into docs/performance.md and docs/scenarios.md with device, date and commit.
+#
+# usage: bash scripts/gpu-session.sh [--bench] [BUILD_DIR]   (default /tmp/condsim-gpu-build)
+# GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_REPEAT_BACKEND=cpu
+# checks the repeat on the CPU instead (a machine without a GPU).
+set -uo pipefail
+bench=0
+if [ "${1:-}" = "--bench" ]; then bench=1; shift; fi
+build=${1:-/tmp/condsim-gpu-build}
+out=${OUT:-/tmp/gpu-session-out}
+bin=$build/condsim
+mkdir -p "$out/scenes"
+[ -x "$bin" ] || { echo "gpu-session: $bin not found (run bash .devdeps/gpu-check.sh first)"; exit 1; }
+git rev-parse --short=12 HEAD > "$out/commit.txt" 2>/dev/null || echo unknown > "$out/commit.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
+
+# a summary.json field (one "key": value per line, as condsim writes it)
+field() { grep -m1 "\"$2\"" "$1" 2>/dev/null | sed 's/.*: *//; s/,$//; s/"//g'; }
+
+# scenes and durations [s]: short enough for both backends inside one 10-minute call
+scenes=${GPU_SESSION_SCENES:-"box_sliding:1 anisotropic_box:1 cable_winding:2 cable_winding_320:2 soft_mat_folding:3 soft_ball_gripping:2 soft_gripper:1.5"}
+status=0
+printf '%-20s %-5s %4s %6s %9s %11s %9s %9s %8s %s\n' scene backend rc steps mean_it max_pen_mm dyn_ms sol_ms wall_s diverged | tee "$out/scenes.txt"
+for entry in $scenes; do
+  name=${entry%%:*}
+  seconds=${entry##*:}
+  for backend in cuda cpu; do
+    dir=$out/scenes/$name-$backend
+    timeout 240 "$bin" run "scenes/$name.json" --backend "$backend" --duration "$seconds" --quiet --no-output --out "$dir" \
+      > "$out/scenes/$name-$backend.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    s=$dir/summary.json
+    pen=$(field "$s" max_penetration_m)
+    [ -n "$pen" ] && pen=$(awk -v p="$pen" 'BEGIN { printf "%.3g", p * 1e3 }')
+    printf '%-20s %-5s %4s %6s %9s %11s %9s %9s %8s %s\n' "$name" "$backend" "$rc" "$(field "$s" steps)" \
+      "$(field "$s" mean_iterations | cut -c1-8)" "${pen:--}" "$(field "$s" dynamics_ms_per_step | cut -c1-8)" \
+      "$(field "$s" solver_ms_per_step | cut -c1-8)" "$(field "$s" wall_s | cut -c1-7)" "$(field "$s" diverged)" | tee -a "$out/scenes.txt"
+  done
+done
+
+# same scene, backend and seed twice: the output files must be bitwise identical
+repeat=${GPU_SESSION_REPEAT_BACKEND:-cuda}
+what="$repeat repeat (soft_ball_gripping, seed 3, 0.3 s)"
+failed=0
+for k in 1 2; do
+  rm -rf "/tmp/gpu-session-repeat-$k"
+  timeout 240 "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --seed 3 --duration 0.3 --quiet \
+    --out "/tmp/gpu-session-repeat-$k" > "$out/repeat-$k.log" 2>&1 || failed=1
+done
+if [ $failed -eq 1 ]; then
+  echo "$what: a run failed (repeat-1.log, repeat-2.log)" | tee "$out/repeat.txt"
+  status=1
+elif [ ! -f /tmp/gpu-session-repeat-1/output.h5 ]; then
+  echo "$what: no output.h5 (condsim built without HDF5)" | tee "$out/repeat.txt"
+  status=1
+elif cmp -s /tmp/gpu-session-repeat-1/output.h5 /tmp/gpu-session-repeat-2/output.h5; then
+  echo "$what: output.h5 bitwise identical" | tee "$out/repeat.txt"
+else
+  echo "$what: output.h5 DIFFERS" | tee "$out/repeat.txt"
+  status=1
+fi
+
+if [ $bench -eq 1 ]; then
+  for b in spmv vector detect fem solver; do
+    timeout 300 "$bin" bench "$b" --backend all > "$out/bench-$b.txt" 2>&1
+    echo "bench $b rc=$?"
+  done
+fi
+exit $status
