@@ -412,9 +412,11 @@ void World::BuildDetector() {
   // body's samples are its vertices, and its triangles join the detector
   rigid_vertex_offset_ = sc.num_vertices();
   rigid_sample_first_.clear();
+  rigid_samples_.clear();
   for (Index k = 0; k < rigid_.num_bodies(); ++k) {
     const RigidBody& body = rigid_.body(k);
-    const std::vector<SurfacePoint> samples = ContactSamples(body);
+    rigid_samples_.push_back(ContactSamples(body));
+    const std::vector<SurfacePoint>& samples = rigid_samples_.back();
     const Index first = sc.num_vertices();
     rigid_sample_first_.push_back(first - rigid_vertex_offset_);
     if (body.shape == ShapeType::kMesh) {
@@ -473,25 +475,14 @@ void World::BuildDetector() {
   detector_->Upload(mesh_first, mesh_x, std::vector<Scalar>(mesh_x.size(), 0));
 }
 
-void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, ContactSet* contacts, VirtualNodeSet* vn) {
+void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, const std::vector<Scalar>& rx,
+                            const std::vector<Scalar>& rv, ContactSet* contacts, VirtualNodeSet* vn) {
   const Scalar dt = params_.dt;
   // this step's vertices: FEM surfaces and cable centres on the backend, rigid samples uploaded
   for (std::size_t f = 0; f < fem_.size(); ++f) detector_->Gather(gather_offset_[f], gather_x_[f], gather_v_[f], fem_[f]->x, fem_[f]->v);
   for (std::size_t c = 0; c < rods_.size(); ++c) {
     const std::size_t g = fem_.size() + c;
     detector_->Gather(gather_offset_[g], gather_x_[g], gather_v_[g], rods_[c]->model->positions(), rods_[c]->v);
-  }
-  std::vector<Scalar> rx, rv;
-  for (Index k = 0; k < rigid_.num_bodies(); ++k) {
-    const RigidBody& body = rigid_.body(k);
-    const Mat3 rot = ToMatrix(body.q);
-    for (const SurfacePoint& sp : ContactSamples(body)) {
-      const Vec3 p = body.x + rot * sp.local, vp = body.v + Cross(body.omega, p - body.x);
-      for (int d = 0; d < 3; ++d) {
-        rx.push_back(p[d]);
-        rv.push_back(vp[d]);
-      }
-    }
   }
   detector_->Upload(rigid_vertex_offset_, rx, rv);
   const DetectResult& hits = detector_->Detect(dt, params_.contact_margin);
@@ -573,21 +564,35 @@ void World::DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, Conta
 void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
   const Scalar dt = params_.dt, margin0 = params_.contact_margin;
   meta_.clear();
-  auto add_rigid_point = [&](Index k, const Vec3& p) { return RigidPointNode(k, p, vn); };
-  // rigid surface samples against the static world and the other rigid bodies
+  // this step's rigid surface samples (world positions and velocities, 3 each per sample, bodies
+  // in order): against the static world and the other rigid bodies here, against triangles in
+  // DetectTriangles
+  std::vector<Scalar> rx, rv;
   for (Index k = 0; k < rigid_.num_bodies(); ++k) {
     const RigidBody& body = rigid_.body(k);
     const Mat3 rot = ToMatrix(body.q);
-    for (const SurfacePoint& s : ContactSamples(body)) {
-      const Vec3 p = body.x + rot * s.local;
-      const Vec3 vp = body.v + Cross(body.omega, p - body.x);
+    for (const SurfacePoint& sp : rigid_samples_[std::size_t(k)]) {
+      const Vec3 p = body.x + rot * sp.local, vp = body.v + Cross(body.omega, p - body.x);
+      for (int d = 0; d < 3; ++d) {
+        rx.push_back(p[d]);
+        rv.push_back(vp[d]);
+      }
+    }
+  }
+  for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+    const RigidBody& body = rigid_.body(k);
+    const std::vector<SurfacePoint>& samples = rigid_samples_[std::size_t(k)];
+    for (std::size_t si = 0; si < samples.size(); ++si) {
+      const SurfacePoint& s = samples[si];
+      const Index at = rigid_sample_first_[std::size_t(k)] + static_cast<Index>(si);
+      const Vec3 p = LoadVec3(rx.data(), at), vp = LoadVec3(rv.data(), at);
       for (std::size_t si = 0; si < statics_.size(); ++si) {
         const StaticShape& shape = statics_[si];
         const Proximity prox = ShapeProximity(shape, p);
         const Scalar gap = prox.distance - s.radius;
         if (gap > Norm(vp) * dt + margin0) continue;
         const Vec3 c = p - s.radius * prox.normal;
-        const Index node = add_rigid_point(k, c);
+        const Index node = RigidPointNode(k, c, vn);
         contacts->Add(node, -1, RotateTangents(ShapeFrame(shape, prox.normal), tangent_rotation_), gap / dt,
                       std::sqrt(shape.mu1 * body.mu1), std::sqrt(shape.mu2 * body.mu1));
         meta_.push_back({c, BodyId(0, k), -1, Index(si), k, -1, c - body.x, Vec3()});
@@ -601,7 +606,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
         const Vec3 vq = other.v + Cross(other.omega, prox.point - other.x);
         if (gap > Norm(vp - vq) * dt + margin0) continue;
         const Vec3 c = p - s.radius * prox.normal;
-        const Index ni = add_rigid_point(k, c), nj = add_rigid_point(k2, prox.point);
+        const Index ni = RigidPointNode(k, c, vn), nj = RigidPointNode(k2, prox.point, vn);
         const Scalar mu = std::sqrt(body.mu1 * other.mu1);
         contacts->Add(ni, nj, RotateTangents(ContactFrame(prox.normal), tangent_rotation_), gap / dt, mu, mu);
         meta_.push_back({c, BodyId(0, k), BodyId(0, k2), -1, k, k2, c - body.x, prox.point - other.x});
@@ -630,7 +635,7 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
   }
   // points (FEM surface vertices, cable centres, rigid samples) against triangles (FEM surfaces,
   // static meshes) on the backend
-  DetectTriangles(fem_x, contacts, vn);
+  DetectTriangles(fem_x, rx, rv, contacts, vn);
   // cable segment centres (radius r) against the static world and the rigid bodies, cable links
   // against each other
   std::vector<std::vector<Scalar>> rod_x(rods_.size()), rod_v(rods_.size());

@@ -150,7 +150,9 @@ class World {
   BodyModes FemBodyModes() const;
   // the backend detector (points vs triangles): its scene at Finalize, its contacts each step
   void BuildDetector();
-  void DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, ContactSet* contacts, VirtualNodeSet* vn);
+  // rx, rv: the rigid samples' world positions and velocities (3 per sample, bodies in order)
+  void DetectTriangles(const std::vector<std::vector<Scalar>>& fem_x, const std::vector<Scalar>& rx,
+                       const std::vector<Scalar>& rv, ContactSet* contacts, VirtualNodeSet* vn);
   // cable links against cable links (a == b: self-contact)
   void DetectRodRod(std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
                     const std::vector<std::vector<Scalar>>& v, ContactSet* contacts, VirtualNodeSet* vn);
@@ -186,6 +188,7 @@ class World {
   std::vector<Index> gather_offset_;
   Index rigid_vertex_offset_ = 0;
   std::vector<Index> rigid_sample_first_;  // per rigid body: its first sample among the rigid samples
+  std::vector<std::vector<SurfacePoint>> rigid_samples_;  // per rigid body: ContactSamples (body frame)
   std::vector<RigidBody> rigid_init_;
   std::vector<Joint> joints_;               // rigid-body indices (not body ids)
   std::vector<std::pair<Index, Index>> jointed_;  // rigid pairs (i < j) sharing a joint, sorted
