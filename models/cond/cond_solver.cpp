@@ -573,21 +573,23 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
       kernels_->EnvScalarToDof(n, node_env_.data(), env_scalar_.data(), w_.data());
     }
     if (bb) be.Copy(r_, &r_prev_);
-    // body modes: the W step starts from v corrected in the bodies' rigid modes (v itself is
-    // restored after the sweeps, so Chebyshev and theta see the whole step from v^l)
+    // body modes: the W step starts from a copy of v corrected in the bodies' rigid modes (v
+    // itself stays v^l for Chebyshev and theta)
+    const Array<Scalar>* start = v;
     if (num_modes_ > 0) {
       be.Copy(*v, &v_keep_);
-      ApplyBodyModes(v);
+      ApplyBodyModes(&v_keep_);
+      start = &v_keep_;
     }
     // v* = v - W r (eq. 20); u = v* + W Jc^T lambda_prev, then the colored sweeps (Alg. 2, eq. 24)
     if (chains) {
       // W r with the chains' exact blocks, then v* = v - W r
       be.Multiply(w_, r_, &d_);
       kernels_->ChainApply(num_chains, ChainApplyOp{chain_view, factor_.data(), chain_ok_.data(), w_.data(), r_.data(), d_.data()});
-      be.Copy(*v, &u_);
+      be.Copy(*start, &u_);
       be.Axpby(-1, d_, 1, &u_);
     } else {
-      kernels_->FpiStep(n, v->data(), w_.data(), r_.data(), u_.data());
+      kernels_->FpiStep(n, start->data(), w_.data(), r_.data(), u_.data());
     }
     // virtual nodes with their own Gamma answer the current forces (less Gamma f, added back
     // with the impulses), and after the sweeps the new ones
@@ -599,7 +601,6 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
                       params_.projection, lambda_.data(), u_.data());
     }
     OwnGammaResponse(b, false);
-    if (num_modes_ > 0) be.Copy(v_keep_, v);
     // Chebyshev (Alg. 3 lines 7-8): nu from rho of the previous iteration; per environment it
     // starts at cheb_start[e] (l_s, moved on by a restart)
     if (params_.chebyshev && l >= params_.chebyshev_start) {
