@@ -141,7 +141,6 @@ struct PointQueryOp {
   Index num_pairs;
   Scalar inv_h, dt, margin;
   Index* slot_tri;
-  Index* slot_owner;
   Scalar* slot_gap;
   Scalar* slot_w;   // 3 per slot
   Scalar* slot_n;   // 3 per slot
@@ -186,7 +185,7 @@ struct PointQueryOp {
       nrm = (Scalar(1) / area2) * nrm;
       const Vec3 w = ClosestOnTriangle(p, a, b, cc);
       const Vec3 d = p - (w[0] * a + w[1] * b + w[2] * cc);
-      const Scalar sd = Dot(nrm, d);
+      const Scalar sd = Dot(nrm, d), dist = Norm(d);
       Scalar gap;
       Vec3 n;
       // over the face: p projects into the triangle, or onto its boundary (to 1e-9 of its size)
@@ -198,7 +197,6 @@ struct PointQueryOp {
         gap = sd - r;
         n = nrm;
       } else {
-        const Scalar dist = Norm(d);
         if (!(dist > 0) || sd < Scalar(0.5) * dist) continue;
         gap = dist - r;
         n = (Scalar(1) / dist) * d;
@@ -207,7 +205,6 @@ struct PointQueryOp {
       if (gap > Norm(vp - vq) * dt + margin) continue;
       // the owner's slot: keep the nearer (then lower-index) triangle; a new owner takes a free
       // slot or displaces the farthest one
-      const Scalar dist = Norm(d);
       int k = 0;
       while (k < kDetectSlots && slot[k].tri >= 0 && slot[k].owner != to) ++k;
       if (k == kDetectSlots) {
@@ -238,7 +235,6 @@ struct PointQueryOp {
     for (int k = 0; k < kDetectSlots; ++k) {
       const std::int64_t o = std::int64_t(q) * kDetectSlots + k;
       slot_tri[o] = slot[k].tri;
-      slot_owner[o] = slot[k].owner;
       slot_gap[o] = slot[k].gap;
       StoreVec3(slot_w, o, slot[k].w);
       StoreVec3(slot_n, o, slot[k].n);
@@ -251,7 +247,6 @@ struct PointQueryOp {
 // per query: its used slots to the compact list from offset[q] (query order, then owner order)
 struct SlotCompactOp {
   const Index* slot_tri;
-  const Index* slot_owner;
   const Scalar* slot_gap;
   const Scalar* slot_w;
   const Scalar* slot_n;

@@ -52,7 +52,6 @@ Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backen
   count_ = Array<Index>(backend, nt);
   offset_ = Array<Index>(backend, nt);
   slot_tri_ = Array<Index>(backend, kDetectSlots * nq);
-  slot_owner_ = Array<Index>(backend, kDetectSlots * nq);
   slot_gap_ = Array<Scalar>(backend, kDetectSlots * nq);
   slot_w_ = Array<Scalar>(backend, 3 * kDetectSlots * nq);
   slot_n_ = Array<Scalar>(backend, 3 * kDetectSlots * nq);
@@ -81,7 +80,12 @@ void Detector::Upload(Index offset, const std::vector<Scalar>& x, const std::vec
 
 const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   CONDSIM_CHECK(std::isfinite(dt) && dt > 0 && std::isfinite(margin) && margin >= 0, "detection: dt > 0 and margin >= 0");
-  result_ = DetectResult();
+  // the result's vectors keep their capacity from step to step
+  result_.query.clear();
+  result_.tri.clear();
+  result_.gap.clear();
+  result_.w.clear();
+  result_.n.clear();
   num_pairs_ = 0;
   const Index nt = tri_owner_.size(), nq = query_.size(), nv = scene_.num_vertices();
   if (nt == 0 || nq == 0) return result_;
@@ -112,7 +116,7 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   backend_->SortPairs(num_pairs_, &keys_, &items_);
   // narrow phase per query, then the used slots compacted in query order
   kernels_->Run(nq, PointQueryOp{view, lo_.data(), hi_.data(), keys_.data(), items_.data(), num_pairs_, inv_h, dt, margin, slot_tri_.data(),
-                                 slot_owner_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(), qcount_.data()});
+                                 slot_gap_.data(), slot_w_.data(), slot_n_.data(), qcount_.data()});
   const Index total = backend_->ExclusiveScan(nq, qcount_, &qoffset_);
   if (total == 0) return result_;
   if (out_query_.size() < total) {
@@ -123,7 +127,7 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
     out_w_ = Array<Scalar>(backend_, 3 * cap);
     out_n_ = Array<Scalar>(backend_, 3 * cap);
   }
-  kernels_->Run(nq, SlotCompactOp{slot_tri_.data(), slot_owner_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(),
+  kernels_->Run(nq, SlotCompactOp{slot_tri_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(),
                                   qoffset_.data(), out_query_.data(), out_tri_.data(), out_gap_.data(), out_w_.data(),
                                   out_n_.data()});
   // download the compact list only

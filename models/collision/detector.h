@@ -74,7 +74,7 @@ class Detector {
   Array<Index> owner_, tri_, tri_owner_, query_, adj_ptr_, adj_, count_, offset_, items_;
   Array<unsigned char> self_;
   Array<std::uint64_t> keys_;
-  Array<Index> slot_tri_, slot_owner_, qcount_, qoffset_, out_query_, out_tri_;
+  Array<Index> slot_tri_, qcount_, qoffset_, out_query_, out_tri_;
   Array<Scalar> slot_gap_, slot_w_, slot_n_, out_gap_, out_w_, out_n_;
   Scalar max_radius_ = 0;
   Index num_pairs_ = 0;
