@@ -153,14 +153,12 @@ int RunSceneFile(const Args& args) {
   nlohmann::json summary;
   summary["scene"] = path;
   summary["scene_name"] = scene.name;
-  char hash[17];
-  std::snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)scene.hash);
-  summary["scene_hash"] = hash;
+  summary["scene_hash"] = HashHex(scene.hash);
   summary["commit"] = CONDSIM_GIT_COMMIT;
   summary["steps"] = done;
   summary["dt_s"] = dt;
   summary["dof"] = world.num_dofs();
-  summary["backend"] = sel.backend->kind() == BackendKind::kCpu ? "cpu" : "cuda";
+  summary["backend"] = ToString(sel.backend->kind());
   summary["device"] = sel.backend->Describe();
   summary["mean_iterations"] = iterations / n;
   summary["max_penetration_m"] = max_pen;

@@ -1,7 +1,6 @@
 // HDF5 + XDMF run output.
 #include "io/output.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -28,7 +27,7 @@ std::string GroupName(const std::string& name) {
 }
 }  // namespace
 
-Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(scene.name), scene_hash_(scene.hash), dt_(scene.world.dt) {
+Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(scene.name), scene_hash_(scene.hash) {
   for (std::size_t k = 0; k < scene.fem.size(); ++k) {
     Track t;
     t.name = scene.fem[k].name;
@@ -71,7 +70,6 @@ void Recorder::AddStats(const StepStats& s) {
   contacts_.push_back(s.contacts);
   residual_.push_back(Scalar(s.cond.residual));
   penetration_.push_back(s.max_penetration);
-  solver_ms_.push_back(Scalar((s.cond.setup_seconds + s.cond.iterate_seconds) * 1e3));
 }
 
 void Recorder::AddFrame(const SceneWorld& sw) {
@@ -151,30 +149,27 @@ void Recorder::Write(const std::string& path) const {
   H5Pclose(fcpl);
   if (file < 0) throw Error(path + ": cannot create the output file");
   const hid_t dbl = sizeof(Scalar) == 8 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
-  const std::string name = path;
   WriteStringAttr(file, "scene", scene_name_);
-  char hash[17];
-  std::snprintf(hash, sizeof(hash), "%016llx", (unsigned long long)scene_hash_);
-  WriteStringAttr(file, "scene_hash", hash);
+  WriteStringAttr(file, "scene_hash", HashHex(scene_hash_));
   WriteStringAttr(file, "commit", CONDSIM_GIT_COMMIT);
-  WriteData(file, "time", dbl, {frames}, time_.data(), name);
+  WriteData(file, "time", dbl, {frames}, time_.data(), path);
   const hid_t bodies = MakeGroup(file, "bodies");
   for (const Track& t : tracks_) {
     const hid_t g = MakeGroup(bodies, GroupName(t.name));
     WriteStringAttr(g, "kind", t.kind);
-    WriteData(g, "x", dbl, {frames, hsize_t(t.count), 3}, t.x.data(), name);
-    if (!t.q.empty()) WriteData(g, "q", dbl, {frames, hsize_t(t.count), 4}, t.q.data(), name);
-    if (!t.cells.empty()) WriteData(g, "tets", H5T_NATIVE_INT32, {t.cells.size() / 4, 4}, t.cells.data(), name);
+    WriteData(g, "x", dbl, {frames, hsize_t(t.count), 3}, t.x.data(), path);
+    if (!t.q.empty()) WriteData(g, "q", dbl, {frames, hsize_t(t.count), 4}, t.q.data(), path);
+    if (!t.cells.empty()) WriteData(g, "tets", H5T_NATIVE_INT32, {t.cells.size() / 4, 4}, t.cells.data(), path);
     if (t.shape >= 0) {
       // the contact shape in the body frame: type as /static/type, size as /static/size
-      WriteData(g, "shape", H5T_NATIVE_INT32, {1}, &t.shape, name);
+      WriteData(g, "shape", H5T_NATIVE_INT32, {1}, &t.shape, path);
       const Scalar size[3] = {t.size[0], t.size[1], t.size[2]};
-      WriteData(g, "size", dbl, {3}, size, name);
+      WriteData(g, "size", dbl, {3}, size, path);
     }
     if (t.kind == "rod") {
       std::vector<Index> line(std::size_t(t.count));
       for (Index i = 0; i < t.count; ++i) line[i] = i;
-      WriteData(g, "line", H5T_NATIVE_INT32, {hsize_t(t.count)}, line.data(), name);
+      WriteData(g, "line", H5T_NATIVE_INT32, {hsize_t(t.count)}, line.data(), path);
     }
     H5Gclose(g);
   }
@@ -191,28 +186,28 @@ void Recorder::Write(const std::string& path) const {
       size.insert(size.end(), {sh.size[0], sh.size[1], sh.size[2]});
     }
     const hsize_t ns = statics_.size();
-    WriteData(st, "type", H5T_NATIVE_INT32, {ns}, type.data(), name);
-    WriteData(st, "center", dbl, {ns, 3}, centre.data(), name);
-    WriteData(st, "quaternion", dbl, {ns, 4}, quat.data(), name);
-    WriteData(st, "size", dbl, {ns, 3}, size.data(), name);
+    WriteData(st, "type", H5T_NATIVE_INT32, {ns}, type.data(), path);
+    WriteData(st, "center", dbl, {ns, 3}, centre.data(), path);
+    WriteData(st, "quaternion", dbl, {ns, 4}, quat.data(), path);
+    WriteData(st, "size", dbl, {ns, 3}, size.data(), path);
     H5Gclose(st);
   }
   const hid_t contacts = MakeGroup(file, "contacts");
   const hsize_t nc = contact_bodies_.size() / 2;
-  WriteData(contacts, "offset", H5T_NATIVE_INT32, {contact_offset_.size()}, contact_offset_.data(), name);
+  WriteData(contacts, "offset", H5T_NATIVE_INT32, {contact_offset_.size()}, contact_offset_.data(), path);
   if (nc > 0) {
-    WriteData(contacts, "position", dbl, {nc, 3}, contact_position_.data(), name);
-    WriteData(contacts, "normal", dbl, {nc, 3}, contact_normal_.data(), name);
-    WriteData(contacts, "impulse", dbl, {nc, 3}, contact_lambda_.data(), name);
-    WriteData(contacts, "bodies", H5T_NATIVE_INT32, {nc, 2}, contact_bodies_.data(), name);
+    WriteData(contacts, "position", dbl, {nc, 3}, contact_position_.data(), path);
+    WriteData(contacts, "normal", dbl, {nc, 3}, contact_normal_.data(), path);
+    WriteData(contacts, "impulse", dbl, {nc, 3}, contact_lambda_.data(), path);
+    WriteData(contacts, "bodies", H5T_NATIVE_INT32, {nc, 2}, contact_bodies_.data(), path);
   }
   H5Gclose(contacts);
   const hid_t stats = MakeGroup(file, "stats");
   const hsize_t steps = iterations_.size();
-  WriteData(stats, "iterations", H5T_NATIVE_INT32, {steps}, iterations_.data(), name);
-  WriteData(stats, "contacts", H5T_NATIVE_INT32, {steps}, contacts_.data(), name);
-  WriteData(stats, "residual", dbl, {steps}, residual_.data(), name);
-  WriteData(stats, "max_penetration", dbl, {steps}, penetration_.data(), name);
+  WriteData(stats, "iterations", H5T_NATIVE_INT32, {steps}, iterations_.data(), path);
+  WriteData(stats, "contacts", H5T_NATIVE_INT32, {steps}, contacts_.data(), path);
+  WriteData(stats, "residual", dbl, {steps}, residual_.data(), path);
+  WriteData(stats, "max_penetration", dbl, {steps}, penetration_.data(), path);
   H5Gclose(stats);
   if (H5Fclose(file) < 0) throw Error(path + ": cannot close the output file");
   // the XDMF sidecar: a temporal collection of one grid per body and frame

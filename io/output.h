@@ -37,7 +37,6 @@ class Recorder {
   };
   std::string scene_name_;
   std::uint64_t scene_hash_ = 0;
-  Scalar dt_ = 0;
   std::vector<Track> tracks_;
   std::vector<StaticShape> statics_;
   std::vector<Scalar> time_;
@@ -46,7 +45,7 @@ class Recorder {
   std::vector<Scalar> contact_position_, contact_normal_, contact_lambda_;
   // per step
   std::vector<Index> iterations_, contacts_;
-  std::vector<Scalar> residual_, penetration_, solver_ms_;
+  std::vector<Scalar> residual_, penetration_;
 };
 
 }  // namespace condsim

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -167,7 +168,7 @@ void ParseSolver(const Value& v, CondParams* c) {
   if (v.Has("chebyshev_start")) c->chebyshev_start = int(v.At("chebyshev_start").Integer(2, 1000000));
   c->chebyshev_relax = v.Number("chebyshev_relax", c->chebyshev_relax, 0, 1, true);
   if (v.Has("w_reuse_solves")) c->w_reuse_solves = int(v.At("w_reuse_solves").Integer(1, 1000000));
-  if (v.Has("w_safeguard")) c->w_safeguard = v.At("w_safeguard").Number(0, 2, false, true);
+  c->w_safeguard = v.Number("w_safeguard", c->w_safeguard, 0, 2, false, true);
   c->body_modes = v.Bool("body_modes", c->body_modes);
 }
 
@@ -689,6 +690,12 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
   }
   scene.hash = h;
   return scene;
+}
+
+std::string HashHex(std::uint64_t hash) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
 }
 
 Scene LoadScene(const std::string& path, const std::uint64_t* seed) {

@@ -126,6 +126,8 @@ struct Scene {
 // draw from its range (std::mt19937_64 seeded with `seed`, one draw per entry in file order, so
 // the same seed gives the same scene on every platform)
 Scene LoadScene(const std::string& path, const std::uint64_t* seed = nullptr);
+// a scene hash as 16 lowercase hex digits (summary.json, output.h5)
+std::string HashHex(std::uint64_t hash);
 // the same from text (`source` names it in messages, `dir` resolves relative mesh paths)
 Scene ParseScene(const std::string& text, const std::string& source, const std::string& dir,
                  const std::uint64_t* seed = nullptr);
