@@ -193,6 +193,32 @@ ShapeType ParseShapeType(const Value& v, bool rigid) {
   v.Fail("'" + t + "' is not a shape (valid: " + std::string(rigid ? "box, sphere, capsule, mesh" : "plane, box, sphere, capsule") + ")");
 }
 
+// a box's "half_extents": three lengths > 0 [m]
+Vec3 HalfExtents(const Value& v) {
+  const Vec3 h = v.At("half_extents").Vector();
+  for (int a = 0; a < 3; ++a)
+    if (!(h[a] > 0)) v.At("half_extents").Fail("half extents must be > 0 [m]");
+  return h;
+}
+
+// a waypoint's "t" [s]: >= 0 and after the trajectory's last sample
+double WaypointTime(const Value& w, const SceneTrajectory& tr) {
+  const double t = w.At("t").Number(0, kInf);
+  if (!tr.t.empty() && !(t > tr.t.back())) w.At("t").Fail("waypoint times must increase");
+  return t;
+}
+
+// the elastic fields FEM and rod materials share (defaults: the material's own)
+template <class Material>
+void ParseElastic(const Value& m, Material* x) {
+  x->young = m.Number("young", x->young, 0, kInf, true);
+  x->poisson = m.Number("poisson", x->poisson, -1, 0.5, true, true);
+  x->density = m.Number("density", x->density, 0, kInf, true);
+  x->rayleigh_alpha = m.Number("rayleigh_alpha", x->rayleigh_alpha, 0, kInf);
+  x->rayleigh_beta = m.Number("rayleigh_beta", x->rayleigh_beta, 0, kInf);
+  x->geometric_stiffness = m.Bool("geometric_stiffness", x->geometric_stiffness);
+}
+
 StaticShape ParseStatic(const Value& v) {
   v.Object({"type", "center", "rotation", "quaternion", "radius", "half_extents", "half_length", "mu"});
   StaticShape s;
@@ -201,11 +227,7 @@ StaticShape ParseStatic(const Value& v) {
   s.orientation = v.Orientation();
   if (s.type == ShapeType::kSphere || s.type == ShapeType::kCapsule) s.size[0] = v.At("radius").Number(0, kInf, true);
   if (s.type == ShapeType::kCapsule) s.size[1] = v.At("half_length").Number(0, kInf);
-  if (s.type == ShapeType::kBox) {
-    s.size = v.At("half_extents").Vector();
-    for (int a = 0; a < 3; ++a)
-      if (!(s.size[a] > 0)) v.At("half_extents").Fail("half extents must be > 0 [m]");
-  }
+  if (s.type == ShapeType::kBox) s.size = HalfExtents(v);
   if (v.Has("mu")) ParseMu(v.At("mu"), &s.mu1, &s.mu2);
   return s;
 }
@@ -218,13 +240,9 @@ SceneRigid ParseRigid(const Value& v, const std::string& dir, std::size_t index)
   const ShapeType type = ParseShapeType(v.At("shape"), true);
   const Scalar mass = v.At("mass").Number(0, kInf, true);
   switch (type) {
-    case ShapeType::kBox: {
-      const Vec3 h = v.At("half_extents").Vector();
-      for (int a = 0; a < 3; ++a)
-        if (!(h[a] > 0)) v.At("half_extents").Fail("half extents must be > 0 [m]");
-      r.body = MakeRigidBox(h, mass);
+    case ShapeType::kBox:
+      r.body = MakeRigidBox(HalfExtents(v), mass);
       break;
-    }
     case ShapeType::kSphere:
       r.body = MakeRigidSphere(v.At("radius").Number(0, kInf, true), mass);
       break;
@@ -293,12 +311,7 @@ SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
   f.mesh = ParseMesh(v.At("mesh"), dir);
   const Value m = v.At("material");
   m.Object({"young", "poisson", "density", "rayleigh_alpha", "rayleigh_beta", "geometric_stiffness"});
-  f.material.young = m.Number("young", f.material.young, 0, kInf, true);
-  f.material.poisson = m.Number("poisson", f.material.poisson, -1, 0.5, true, true);
-  f.material.density = m.Number("density", f.material.density, 0, kInf, true);
-  f.material.rayleigh_alpha = m.Number("rayleigh_alpha", 0, 0, kInf);
-  f.material.rayleigh_beta = m.Number("rayleigh_beta", 0, 0, kInf);
-  f.material.geometric_stiffness = m.Bool("geometric_stiffness", false);
+  ParseElastic(m, &f.material);
   f.mu = v.Number("mu", 0.5, 0, kInf);
   f.self_contact = v.Bool("self_contact", true);
   const Vec3 vel = v.Vector("velocity", Vec3());
@@ -383,9 +396,7 @@ SceneTrajectory ParseTrajectory(const Value& v, const std::string& dir) {
     for (std::size_t i = 0, n = list.Array(); i < n; ++i) {
       const Value w = list.At(i);
       w.Object({"t", "position", "rotation", "quaternion"});
-      const double t = w.At("t").Number(0, kInf);
-      if (!tr.t.empty() && !(t > tr.t.back())) w.At("t").Fail("waypoint times must increase");
-      tr.t.push_back(t);
+      tr.t.push_back(WaypointTime(w, tr));
       tr.p.push_back(w.At("position").Vector());
       tr.q.push_back(w.Orientation());
     }
@@ -424,12 +435,7 @@ RodMaterial ParseRodMaterial(const Value& m) {
   m.Object({"radius", "young", "poisson", "density", "rayleigh_alpha", "rayleigh_beta", "geometric_stiffness"});
   RodMaterial r;
   r.radius = m.Number("radius", r.radius, 0, kInf, true);
-  r.young = m.Number("young", r.young, 0, kInf, true);
-  r.poisson = m.Number("poisson", r.poisson, -1, 0.5, true, true);
-  r.density = m.Number("density", r.density, 0, kInf, true);
-  r.rayleigh_alpha = m.Number("rayleigh_alpha", 0, 0, kInf);
-  r.rayleigh_beta = m.Number("rayleigh_beta", 0, 0, kInf);
-  r.geometric_stiffness = m.Bool("geometric_stiffness", r.geometric_stiffness);
+  ParseElastic(m, &r);
   return r;
 }
 
@@ -493,9 +499,7 @@ SceneGripper ParseGripper(const Value& v, const std::string& dir, std::size_t in
   // width waypoints: [{"t": 0, "width": 0.09}, ...]; without them the gripper stays open
   ForEach(v, "width", [&](const Value& w, std::size_t) {
     w.Object({"t", "width"});
-    const double t = w.At("t").Number(0, kInf);
-    if (!g.width.t.empty() && !(t > g.width.t.back())) w.At("t").Fail("waypoint times must increase");
-    g.width.t.push_back(t);
+    g.width.t.push_back(WaypointTime(w, g.width));
     g.width.p.push_back(Vec3(w.At("width").Number(0, kInf), 0, 0));
     g.width.q.push_back(Quat());
   });
