@@ -79,6 +79,10 @@ Scalar JointCoordinate(const JointState& j, const JointBodyPose& bi, const Joint
   return 0;
 }
 
+Scalar UnwrapAngle(Scalar previous, Scalar wrapped) {
+  return previous + std::remainder(wrapped - previous, Scalar(2 * 3.14159265358979323846));
+}
+
 void JointRows(const JointState& j, const JointBodyPose& bi, const JointBodyPose& bj, Scalar dt, Scalar auto_k_lin,
                Scalar auto_k_ang, bool with_drive, std::vector<JointRow>* rows) {
   const Anchors a = Evaluate(j, bi, bj);
@@ -149,7 +153,7 @@ void JointRows(const JointState& j, const JointBodyPose& bi, const JointBodyPose
     row.g[3] = Scalar(-1) * Cross(a.r_j, ax) + Cross(ax, d);
   } else {
     // s' = a . (omega_i - omega_j)
-    s = j.angle + std::remainder(JointCoordinate(j, bi, bj) - j.angle, Scalar(2 * 3.14159265358979323846));
+    s = UnwrapAngle(j.angle, JointCoordinate(j, bi, bj));
     row.g[1] = ax;
     row.g[3] = Scalar(-1) * ax;
   }

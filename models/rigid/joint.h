@@ -78,6 +78,8 @@ struct JointBodyPose {
 JointState BindJoint(const Joint& joint, const JointBodyPose& bi, const JointBodyPose& bj);
 // the joint coordinate s: slide [m] (prismatic), wrapped angle in (-pi, pi] [rad] (revolute), 0 (fixed)
 Scalar JointCoordinate(const JointState& j, const JointBodyPose& bi, const JointBodyPose& bj);
+// a revolute angle unwrapped: `wrapped` moved by whole turns to within pi of `previous` [rad]
+Scalar UnwrapAngle(Scalar previous, Scalar wrapped);
 // the constraint rows at the given (predicted mid-step) poses, then the drive row when driven and
 // `with_drive`; k_lin, k_ang <= 0 are taken from `auto_k_lin`, `auto_k_ang`. With the error e_m
 // at those poses and the velocities v_k there, the mid-step error is e_m + (t/2) g (v-hat - v_k),

@@ -13,6 +13,10 @@ constexpr double kPi = 3.14159265358979323846;
 bool Finite(const Vec3& a) { return std::isfinite(a[0]) && std::isfinite(a[1]) && std::isfinite(a[2]); }
 // automatic joint stiffness: k t^2 / (4 m_red), the spring against the bodies' inertia per step
 constexpr Scalar kJointStiffness = 1e4;
+// a body's orientation half a step ahead at its current angular velocity
+Mat3 MidRotation(const RigidBody& body, Scalar dt) {
+  return ToMatrix(Normalized(FromRotationVector((dt / 2) * body.omega) * body.q));
+}
 }  // namespace
 
 void RigidBody::Validate(const std::string& where) const {
@@ -238,14 +242,8 @@ JointBodyPose RigidModel::MidPose(Index b, Scalar dt) const {
   if (b < 0) return p;
   const RigidBody& body = bodies_[b];
   p.x = body.x + (dt / 2) * body.v;
-  p.r = ToMatrix(Normalized(FromRotationVector((dt / 2) * body.omega) * body.q));
+  p.r = MidRotation(body, dt);
   return p;
-}
-
-Index RigidModel::BlockIndex(Index row, Index col) const {
-  const auto first = pattern_.col_idx.begin() + pattern_.row_ptr[row], last = pattern_.col_idx.begin() + pattern_.row_ptr[row + 1];
-  const auto it = std::lower_bound(first, last, col);
-  return it != last && *it == col ? static_cast<Index>(it - pattern_.col_idx.begin()) : -1;
 }
 
 std::vector<Scalar> RigidModel::GroupMatrix(const std::vector<Scalar>& values, const std::vector<Index>& bodies) const {
@@ -255,7 +253,7 @@ std::vector<Scalar> RigidModel::GroupMatrix(const std::vector<Scalar>& values, c
     for (std::size_t q = 0; q < bodies.size(); ++q)
       for (int a = 0; a < 2; ++a)
         for (int c = 0; c < 2; ++c) {
-          const Index blk = BlockIndex(2 * bodies[p] + a, 2 * bodies[q] + c);
+          const Index blk = pattern_.Find(2 * bodies[p] + a, 2 * bodies[q] + c);
           if (blk < 0) continue;
           for (int r = 0; r < 3; ++r)
             for (int k = 0; k < 3; ++k) dense[(6 * p + 3 * a + r) * n + 6 * q + 3 * c + k] = values[9 * std::size_t(blk) + 3 * r + k];
@@ -338,7 +336,7 @@ Mat3 RigidModel::WorldInertia(Index b) const {
 
 Mat3 RigidModel::MidInertia(Index b, Scalar dt) const {
   const RigidBody& body = bodies_.at(std::size_t(b));
-  const Mat3 r = ToMatrix(Normalized(FromRotationVector((dt / 2) * body.omega) * body.q));
+  const Mat3 r = MidRotation(body, dt);
   return r * Mat3::Diagonal(body.inertia) * Transpose(r);
 }
 
@@ -364,7 +362,7 @@ void RigidModel::Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scal
     const RigidBody& body = bodies_[k];
     const Mat3 iw = MidInertia(k, dt);
     // blocks (t,t), (t,r), (r,t), (r,r) of body k: 4k .. 4k+3
-    const Index tt = BlockIndex(2 * k, 2 * k), rr = BlockIndex(2 * k + 1, 2 * k + 1);
+    const Index tt = pattern_.Find(2 * k, 2 * k), rr = pattern_.Find(2 * k + 1, 2 * k + 1);
     StoreMat3(values->data(), tt, (2 * body.mass / dt) * Mat3::Identity());
     StoreMat3(values->data(), rr, (2 / dt) * iw);
     Vec3 f = body.mass * gravity, tau;
@@ -402,7 +400,7 @@ void RigidModel::Assemble(Scalar dt, const Vec3& gravity, const std::vector<Scal
         AddVec3(b->data(), nodes[p], row.r * row.g[p]);
         for (int q = 0; q < 4; ++q) {
           if (nodes[q] < 0) continue;
-          const Index blk = BlockIndex(nodes[p], nodes[q]);
+          const Index blk = pattern_.Find(nodes[p], nodes[q]);
           StoreMat3(values->data(), blk, LoadMat3(values->data(), blk) + row.c * Outer(row.g[p], row.g[q]));
         }
       }
@@ -422,12 +420,8 @@ void RigidModel::Advance(Scalar dt, const std::vector<Scalar>& vhat) {
     body.omega = Inverse(WorldInertia(k)) * l_next;
   }
   // revolute angles: unwrap the new wrapped angle against the last one
-  constexpr Scalar kTwoPi = 2 * kPi;
-  for (JointState& s : joints_) {
-    if (s.type != JointType::kRevolute) continue;
-    const Scalar wrapped = JointCoordinate(s, Pose(s.body_i), Pose(s.body_j));
-    s.angle += std::remainder(wrapped - s.angle, kTwoPi);
-  }
+  for (JointState& s : joints_)
+    if (s.type == JointType::kRevolute) s.angle = UnwrapAngle(s.angle, JointCoordinate(s, Pose(s.body_i), Pose(s.body_j)));
 }
 
 Scalar RigidModel::KineticEnergy() const {

@@ -94,8 +94,6 @@ class RigidModel {
   // the 3x3-block pattern: per body the 2x2 blocks of nodes (2b, 2b+1) and the 2x2 blocks with
   // every body it shares a joint with
   const BlockPattern& pattern() const { return pattern_; }
-  // index of block (row node, col node) in the pattern's order, or -1
-  Index BlockIndex(Index row, Index col) const;
   // bodies connected by joints (ascending; groups ordered by their first body)
   const std::vector<std::vector<Index>>& groups() const { return groups_; }
   // the dense (6n x 6n, row-major) block of A over a group's bodies (v, omega per body in order)
