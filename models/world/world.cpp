@@ -43,6 +43,16 @@ struct World::RodBody {
 
 namespace {
 
+// a surface's depth limit: a quarter of its mean triangle edge (x: 3 per vertex; 0 without
+// triangles). Deeper vertices are taken to be across a thin wall, not inside
+Scalar DepthLimit(const Scalar* x, const std::vector<Index>& tri) {
+  if (tri.empty()) return 0;
+  Scalar sum = 0;
+  for (std::size_t t = 0; t < tri.size(); t += 3)
+    for (int k = 0; k < 3; ++k) sum += Norm(LoadVec3(x, tri[t + k]) - LoadVec3(x, tri[t + (k + 1) % 3]));
+  return Scalar(0.25) * sum / Scalar(tri.size());
+}
+
 // contact frame against a shape: rows (n, t1, t2); an anisotropic shape (mu1 != mu2) puts t1
 // along its local x axis projected on the tangent plane, so mu1 acts along that axis
 Mat3 ShapeFrame(const StaticShape& s, const Vec3& n) {
@@ -96,17 +106,14 @@ Index World::AddStaticMesh(const SurfaceMesh& mesh, Scalar mu, const std::string
   m.mu = mu;
   m.x.assign(mesh.x.begin(), mesh.x.end());
   m.tri = mesh.triangles;
-  Scalar edges = 0;
   for (std::size_t t = 0; t < m.tri.size(); t += 3) {
     for (int k = 0; k < 3; ++k)
       CONDSIM_CHECK(m.tri[t + k] >= 0 && m.tri[t + k] < nv, where << ": triangle " << t / 3 << " has vertex " << m.tri[t + k]
                                                                    << " out of range [0, " << nv << ")");
     const Vec3 a = LoadVec3(m.x.data(), m.tri[t]), b = LoadVec3(m.x.data(), m.tri[t + 1]), c = LoadVec3(m.x.data(), m.tri[t + 2]);
     CONDSIM_CHECK(Norm(Cross(b - a, c - a)) > 0, where << ": triangle " << t / 3 << " is degenerate (zero area)");
-    edges += Norm(b - a) + Norm(c - b) + Norm(a - c);
   }
-  // as for FEM surfaces: deeper points are taken to be across a thin wall
-  m.depth_limit = Scalar(0.25) * edges / Scalar(m.tri.size());
+  m.depth_limit = DepthLimit(m.x.data(), m.tri);
   meshes_.push_back(std::move(m));
   return static_cast<Index>(meshes_.size()) - 1;
 }
@@ -202,13 +209,7 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
       body->adj_ptr.push_back(static_cast<Index>(body->adj.size()));
     }
   }
-  // a quarter of the mean surface edge: deeper vertices are taken for the other side of a sheet
-  {
-    Scalar sum = 0;
-    for (std::size_t t = 0; t < body->tris.size(); t += 3)
-      for (int k = 0; k < 3; ++k) sum += Norm(mesh.Node(body->tris[t + k]) - mesh.Node(body->tris[t + (k + 1) % 3]));
-    body->depth_limit = body->tris.empty() ? 0 : Scalar(0.25) * sum / Scalar(body->tris.size());
-  }
+  body->depth_limit = DepthLimit(mesh.x.data(), body->tris);
   bodies_.push_back({1, static_cast<Index>(fem_.size())});
   fem_.push_back(std::move(body));
   return static_cast<Index>(bodies_.size()) - 1;
@@ -421,19 +422,17 @@ void World::BuildDetector() {
     rigid_sample_first_.push_back(first - rigid_vertex_offset_);
     if (body.shape == ShapeType::kMesh) {
       const Index owner = BodyId(0, k);
-      Scalar edges = 0;
       const std::vector<Index>& mt = body.mesh->tri;
       for (std::size_t t = 0; t < mt.size(); t += 3) {
         for (int a = 0; a < 3; ++a) {
           sc.tri.push_back(first + mt[t + a]);
           t_nodes_.push_back(mt[t + a]);
-          edges += Norm(LoadVec3(body.mesh->x.data(), mt[t + a]) - LoadVec3(body.mesh->x.data(), mt[t + (a + 1) % 3]));
         }
         sc.tri_owner.push_back(owner);
         t_owner_kind_.push_back(0);
         t_body_.push_back(k);
       }
-      sc.depth_limit[owner] = Scalar(0.25) * edges / Scalar(mt.size());
+      sc.depth_limit[owner] = DepthLimit(body.mesh->x.data(), mt);
     }
     for (std::size_t s = 0; s < samples.size(); ++s) {
       sc.query.push_back(sc.num_vertices());
