@@ -326,6 +326,8 @@ TEST(Scene, BadInputNamesFileAndPath) {
   EXPECT_NE(ParseError(R"({"solver": {"projection": "fancy"}})").find("/solver/projection:"), std::string::npos);
   EXPECT_NE(ParseError(R"({"solver": {"w_safeguard": 2}})").find("/solver/w_safeguard: 2 is outside [0, 2)"), std::string::npos);
   EXPECT_NE(ParseError(R"({"solver": {"body_modes": 1}})").find("/solver/body_modes:"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"solver": {"rigid_sweeps": 101}})").find("/solver/rigid_sweeps: 101 is outside [0, 100]"), std::string::npos)
+      << ParseError(R"({"solver": {"rigid_sweeps": 101}})");
   const std::string rigid = R"({"rigid_bodies": [{"shape": "box", "half_extents": [0.1, 0.1, 0.1], "mass": 0, "position": [0, 0, 0]}]})";
   EXPECT_NE(ParseError(rigid).find("/rigid_bodies/0/mass: 0 is outside (0, inf]"), std::string::npos) << ParseError(rigid);
   EXPECT_NE(ParseError(R"({"rigid_bodies": [{"shape": "cone", "mass": 1}]})").find("/rigid_bodies/0/shape: 'cone' is not a shape"),

@@ -31,6 +31,7 @@ class CondKernels {
   virtual void ChainFactor(Index chains, const ChainFactorOp& op) = 0;
   virtual void ChainApply(Index chains, const ChainApplyOp& op) = 0;
   virtual void RigidResponse(Index groups, const RigidResponseOp& op) = 0;
+  virtual void RigidContactSweep(Index groups, const RigidContactSweepOp& op) = 0;
   virtual void SetNodeScalar(Index count, const SetNodeScalarOp& op) = 0;
   virtual void BarycentricFrobenius(Index hosts, const BarycentricFrobeniusOp& op) = 0;
   virtual void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) = 0;

@@ -45,6 +45,7 @@ class CondKernelsImpl final : public CondKernels {
   void ChainFactor(Index chains, const ChainFactorOp& op) override { exec_.For(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) override { exec_.For(chains, op); }
   void RigidResponse(Index groups, const RigidResponseOp& op) override { exec_.For(groups, op); }
+  void RigidContactSweep(Index groups, const RigidContactSweepOp& op) override { exec_.For(groups, op); }
   void SetNodeScalar(Index count, const SetNodeScalarOp& op) override { exec_.For(count, op); }
   void BarycentricFrobenius(Index hosts, const BarycentricFrobeniusOp& op) override { exec_.For(hosts, op); }
   void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) override { exec_.For(nodes, op); }

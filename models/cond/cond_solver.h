@@ -47,6 +47,9 @@ struct CondParams {
   bool record_history = false;     // keep the residual of every iteration in CondStats
   bool body_modes = true;          // correct the rigid motions of SetBodyModes bodies exactly
                                    // each iteration (two-level W; docs/solver.md "Body modes")
+  int rigid_sweeps = 32;           // Gauss-Seidel passes over each rigid group's own contacts per
+                                   // iteration (docs/solver.md "Rigid groups"); 0 = the diagonal
+                                   // solve with the group's Gamma = d_v
   // throws condsim::Error naming the bad field
   void Validate() const;
 };
@@ -75,6 +78,9 @@ struct CondStats {
 // J A_o^-1 J^T + I / kv (a majorant, so the contacts of one group converge like a projected
 // Jacobi on its Delassus operator, at a rate independent of kv and of the joint stiffness). A
 // plain diagonal W would need ~kv / (2m/t) iterations to move a body with its virtual nodes.
+// With CondParams::rigid_sweeps, a group whose contacts all go to plain nodes or the static world
+// solves the plain-node ones by repeated Gauss-Seidel sweeps with v_o kept exact
+// (RigidContactSweepOp), which removes that Jacobi rate (a gripped soft ball: 151 -> 43).
 struct RigidGroups {
   std::vector<Index> trans, rot;   // velocity nodes of each body
   std::vector<Index> body_ptr{0};  // group g: bodies body_ptr[g] .. body_ptr[g+1) (at most
@@ -157,6 +163,9 @@ class CondSolver {
   void ComputeStepMatrix(DeviceBlockMatrix& a);
   void AddContactForces(const Scalar* weights, const Array<Scalar>& lambda, Array<Scalar>* out);
   BarycentricView BaryView() const;
+  RigidGroupView RigidView() const;
+  // the rigid groups' own contacts (RigidContactView) and the diagonal sweep order of the rest
+  void BuildOwnContacts();
   // rigid groups and barycentric nodes answer the contact forces (before / after the sweeps)
   void OwnGammaResponse(const Array<Scalar>& b, bool before_sweep);
   // body modes: the coarse matrices of A (per solve) and the correction of v and r (per iteration)
@@ -171,7 +180,7 @@ class CondSolver {
   Index num_envs_ = 1;
   // contacts
   ContactSet contacts_host_;
-  std::vector<Index> color_ptr_;
+  std::vector<Index> color_ptr_, color_order_host_;
   Array<Index> ci_, cj_, cenv_, order_;
   Array<Scalar> frame_, phi_, mu1_, mu2_, lambda_;
   // Frobenius groups: nodes linked by D-contacts
@@ -197,6 +206,12 @@ class CondSolver {
   Array<Index> rg_trans_, rg_rot_, rg_ptr_, rg_node_;
   Array<Index> rg_body_ptr_, rg_inv_off_;
   Array<Scalar> rg_ao_inv_, rg_arm_, rg_kv_, rg_d_, f_, f_new_;
+  std::vector<Index> rg_slot_body_host_;  // per virtual-node slot: its body within the group
+  std::vector<Index> rg_slot_group_host_;
+  // the groups' own contacts (RigidContactView) and the sweep order of the others
+  Array<Index> rc_ptr_, rc_contact_, rc_slot_, rc_body_, sweep_order_;
+  std::vector<Index> sweep_color_ptr_;
+  Index num_own_contacts_ = 0;
   // barycentric nodes
   Index num_bary_ = 0, num_bary_hosts_ = 0, bary_max_node_ = -1;
   Array<Index> bn_node_, bn_ptr_, bn_host_, bn_slot_, bh_node_, bh_ptr_, bh_vn_;

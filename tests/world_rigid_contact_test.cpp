@@ -1,0 +1,98 @@
+// A rigid body on many deformable contacts: the rigid group's own contacts solved by repeated
+// Gauss-Seidel sweeps (CondParams::rigid_sweeps, RigidContactSweepOp; docs/solver.md "Rigid
+// groups"). References: the diagonal contact solve (rigid_sweeps = 0), which has the same fixed
+// point, and statics (the contacts carry the plate's weight).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "models/world/world.h"
+#include "test_util.h"
+
+namespace condsim {
+namespace {
+
+constexpr Scalar kPlateMass = 0.2;  // [kg]
+
+// a soft 4 cm FEM cube (E 100 kPa) on the floor with a rigid 6 x 6 x 1 cm plate lying on it:
+// the cube's 16 top nodes touch the plate's underside (its corners overhang the cube)
+struct PlateOnBlock {
+  std::unique_ptr<Backend> backend = MakeBackend(BackendChoice::kCpu).backend;
+  std::unique_ptr<World> world;
+  Index block = -1, plate = -1;
+  PlateOnBlock(int rigid_sweeps, Scalar theta) {
+    WorldParams p;
+    p.dt = 0.01;
+    p.cond.theta_threshold = theta;
+    p.cond.max_iterations = 100000;
+    p.cond.rigid_sweeps = rigid_sweeps;
+    world = std::make_unique<World>(backend.get(), p);
+    StaticShape floor;
+    floor.type = ShapeType::kPlane;
+    world->AddStatic(floor);
+    FemMaterial mat;
+    mat.young = 1e5;
+    mat.poisson = 0.3;
+    mat.density = 1000;
+    mat.rayleigh_alpha = 10;
+    block = world->AddFem(MakeBoxMesh(Vec3(-0.02, -0.02, 0), Vec3(0.04, 0.04, 0.04), 3, 3, 3), mat, "block", 0.5, false);
+    RigidBody body = MakeRigidBox(Vec3(0.03, 0.03, 0.005), kPlateMass);
+    body.x = Vec3(0.001, -0.002, 0.045);  // a little off-centre: the contact forces differ
+    plate = world->AddRigid(body);
+  }
+};
+
+double MaxDiff(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
+  double d = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) d = std::max(d, std::fabs(double(x[k] - y[k])));
+  return d;
+}
+
+// one step from the same state: the sweeps reach the diagonal solve's v-hat and contact forces
+// (tolerance: a few times theta_th = 1e-10 m/s over the slowest mode, and 1e-6 of the force),
+// in fewer iterations
+TEST(WorldRigidContact, SweepsReachTheDiagonalSolvesFixedPoint) {
+  PlateOnBlock diagonal(0, 1e-10), sweeps(32, 1e-10);
+  const StepStats a = diagonal.world->Step();
+  const StepStats b = sweeps.world->Step();
+  ASSERT_TRUE(a.cond.converged);
+  ASSERT_TRUE(b.cond.converged);
+  ASSERT_GE(b.contacts, 16);
+  const Wrench fa = diagonal.world->BodyWrench(diagonal.plate), fb = sweeps.world->BodyWrench(sweeps.plate);
+  std::printf("[ plate    ] first step: %d contacts; %d iterations diagonal, %d with sweeps; plate force %.9f / %.9f N\n",
+              int(b.contacts), a.cond.iterations, b.cond.iterations, fa.force[2], fb.force[2]);
+  EXPECT_LT(MaxDiff(diagonal.world->FemVelocities(diagonal.block), sweeps.world->FemVelocities(sweeps.block)), 1e-8) << "m/s";
+  const RigidBody &pa = diagonal.world->rigid_body(diagonal.plate), &pb = sweeps.world->rigid_body(sweeps.plate);
+  EXPECT_LT(Norm(pa.v - pb.v), 1e-8) << "m/s";
+  EXPECT_LT(Norm(pa.omega - pb.omega), 1e-6) << "rad/s";
+  EXPECT_LT(Norm(fa.force - fb.force), 1e-6 * Norm(fa.force)) << "N";
+  EXPECT_LT(b.cond.iterations, a.cond.iterations);
+}
+
+// statics over the second half of 1 s at the default settings: the contacts carry the plate's
+// weight m g (to 1 %, the remaining vibration averaged out), with no net sideways force, and the
+// plate stays level
+TEST(WorldRigidContact, SoftBlockCarriesThePlate) {
+  PlateOnBlock scene(CondParams().rigid_sweeps, 1e-5);
+  Vec3 mean_force;
+  double iterations = 0;
+  for (int k = 0; k < 100; ++k) {
+    const StepStats st = scene.world->Step();
+    ASSERT_TRUE(st.cond.converged) << "step " << k;
+    iterations += st.cond.iterations;
+    if (k >= 50) mean_force += Scalar(0.02) * scene.world->BodyWrench(scene.plate).force;
+  }
+  const Scalar weight = kPlateMass * 9.81;
+  const Vec3 up = ToMatrix(scene.world->rigid_body(scene.plate).q).Col(2);
+  std::printf("[ plate    ] mean contact force %.5f N (weight %.5f N), tilt %.3f deg, %.1f iterations/step\n", mean_force[2], weight,
+              std::acos(std::min<Scalar>(1, up[2])) * 180 / 3.14159265358979323846, iterations / 100);
+  EXPECT_NEAR(mean_force[2], weight, 0.01 * weight);
+  EXPECT_NEAR(mean_force[0], 0, 0.01 * weight);
+  EXPECT_NEAR(mean_force[1], 0, 0.01 * weight);
+  EXPECT_GT(up[2], std::cos(1.0 * 3.14159265358979323846 / 180));
+}
+
+}  // namespace
+}  // namespace condsim
