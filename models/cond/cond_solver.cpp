@@ -472,7 +472,8 @@ void CondSolver::BuildOwnContacts() {
   std::vector<std::vector<std::pair<Index, Index>>> lists(static_cast<std::size_t>(num_rigid_));
   if (params_.rigid_sweeps > 0 && num_rigid_ > 0) {
     std::vector<Index> slot_of(std::size_t(nodes_), -1), count(std::size_t(nodes_), 0), claim(std::size_t(nodes_), -1);
-    for (std::size_t e = 0; e < rigid_vnodes_host_.size(); ++e) slot_of[rigid_vnodes_host_[e]] = static_cast<Index>(e);
+    for (std::size_t e = 0; e < rigid_vnodes_host_.size(); ++e)
+      if (rigid_vnodes_host_[e] < nodes_) slot_of[rigid_vnodes_host_[e]] = static_cast<Index>(e);
     // plain nodes only on the other side: no virtual node or host of any kind
     std::vector<unsigned char> special(std::size_t(nodes_), 0);
     for (const auto* list : {&rigid_vnodes_host_, &bary_vnodes_host_, &bary_hosts_host_})
