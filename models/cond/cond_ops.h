@@ -363,9 +363,10 @@ struct RigidResponseOp {
 };
 
 // a rigid group's own contacts (docs/solver.md, "Rigid groups"): contacts between one of its
-// virtual nodes that carries no other contact and a plain node (no virtual node or host) that no
-// other group's own contact touches. Group g owns entries ptr[g] .. ptr[g+1): the contact, its
-// virtual node's slot in RigidGroupView (arm, kv) and that node's body within the group.
+// virtual nodes that carries no other contact and a node p of a deformable body (FEM or cable
+// node, or a barycentric virtual node) that no other group's own contact touches. Group g owns
+// entries ptr[g] .. ptr[g+1): the contact, its virtual node's slot in RigidGroupView (arm, kv)
+// and that node's body within the group.
 struct RigidContactView {
   const Index* ptr;
   const Index* contact;
@@ -376,8 +377,9 @@ struct RigidContactView {
 // Gauss-Seidel over a group's own contacts, one thread per group, in place of their diagonal
 // solve: contact by contact the same closed-form step (Alg. 2 with gamma = w_p + d_v, eq. 25-26,
 // eta form of ContactSweepOp), but the virtual node's velocity J_v v_o + f_v / kv comes from a
-// v_o kept exact (v_o += A_o^-1 J_v^T of the force change) and the plain node moves by w_p of the
-// change (eq. 24). Sweeps repeat until no relative velocity changes by more than `settled`, at
+// v_o kept exact (v_o += A_o^-1 J_v^T of the force change) and node p moves by w_p of the change
+// (eq. 24; a barycentric node's w_p is its Gamma, its hosts follow after the sweeps as in the
+// diagonal solve). Sweeps repeat until no relative velocity changes by more than `settled`, at
 // most `passes` times. d_v bounds the group's whole Delassus row, so every update contracts; the
 // fixed point is that of the diagonal solve (eq. 11 per contact).
 struct RigidContactSweepOp {
@@ -428,7 +430,7 @@ struct RigidContactSweepOp {
         StoreVec3(lambda, m, lnew);
         const Scalar moved = gamma * Norm(lnew - old);
         change = moved > change ? moved : change;
-        // the plain node by W, the group by A_o^-1 J_v^T of the virtual node's force change
+        // node p by W, the group by A_o^-1 J_v^T of the virtual node's force change
         AddVec3(u, p, (vn_is_i ? -wp : wp) * df);
         const Vec3 dfv = vn_is_i ? df : Scalar(-1) * df;
         const Vec3 dtq = Cross(arm, dfv);

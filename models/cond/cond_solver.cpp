@@ -474,11 +474,6 @@ void CondSolver::BuildOwnContacts() {
     std::vector<Index> slot_of(std::size_t(nodes_), -1), count(std::size_t(nodes_), 0), claim(std::size_t(nodes_), -1);
     for (std::size_t e = 0; e < rigid_vnodes_host_.size(); ++e)
       if (rigid_vnodes_host_[e] < nodes_) slot_of[rigid_vnodes_host_[e]] = static_cast<Index>(e);
-    // plain nodes only on the other side: no virtual node or host of any kind
-    std::vector<unsigned char> special(std::size_t(nodes_), 0);
-    for (const auto* list : {&rigid_vnodes_host_, &bary_vnodes_host_, &bary_hosts_host_})
-      for (Index k : *list)
-        if (k < nodes_) special[k] = 1;
     for (Index m = 0; m < nc; ++m) {
       ++count[contacts_host_.node_i[m]];
       if (contacts_host_.node_j[m] >= 0) ++count[contacts_host_.node_j[m]];
@@ -486,23 +481,27 @@ void CondSolver::BuildOwnContacts() {
     for (Index m = 0; m < nc; ++m) {
       const Index i = contacts_host_.node_i[m], j = contacts_host_.node_j[m];
       const Index si = slot_of[i], sj = j >= 0 ? slot_of[j] : -1;
-      if ((si >= 0) == (sj >= 0)) continue;  // no rigid virtual node, or two (left to the diagonal solve)
+      // one rigid virtual node against a node of a deformable body (an FEM or cable node, or a
+      // barycentric virtual node on a triangle or segment); two rigid bodies stay with the
+      // diagonal solve
+      if ((si >= 0) == (sj >= 0)) continue;
       const Index e = si >= 0 ? si : sj, other = si >= 0 ? j : i;
       // the static world stays with the diagonal solve: it has no compliance of its own, so a
       // body on several supports is indeterminate up to 1 / kv, and repeated sweeps there cost
       // iterations at tight theta (welded pair sliding at 1e-10: 87 per step become 2789)
-      if (count[rigid_vnodes_host_[e]] != 1 || other < 0 || special[other]) continue;
-      // a plain node belongs to one group's sweep (the groups run in parallel)
+      if (count[rigid_vnodes_host_[e]] != 1 || other < 0) continue;
+      // the other node belongs to one group's sweep (the groups run in parallel)
       const Index grp = rg_slot_group_host_[e];
       if (claim[other] >= 0 && claim[other] != grp) continue;
       claim[other] = grp;
       own[m] = 1;
       lists[grp].emplace_back(m, e);
     }
-    // a group with a contact on another kind of virtual node (a barycentric node, another
-    // group's) keeps the diagonal solve for all its contacts: sweeping the rest while those take
-    // Jacobi steps let the soft gripper's cube corners sink into the fingers' triangles twice as
-    // deep (0.27 against 0.15 mm)
+    // a group with any other contact left to the diagonal solve but the static world's (another
+    // group, a node another group sweeps, a virtual node with two contacts) keeps the diagonal
+    // solve for all its contacts: sweeping the rest while some take Jacobi steps let the soft
+    // gripper's cube corners (on Jacobi steps) sink into the fingers twice as deep (0.27 against
+    // 0.15 mm)
     std::vector<unsigned char> mixed(std::size_t(num_rigid_), 0);
     for (Index m = 0; m < nc; ++m) {
       const Index i = contacts_host_.node_i[m], j = contacts_host_.node_j[m];

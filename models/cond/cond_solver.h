@@ -78,8 +78,8 @@ struct CondStats {
 // J A_o^-1 J^T + I / kv (a majorant, so the contacts of one group converge like a projected
 // Jacobi on its Delassus operator, at a rate independent of kv and of the joint stiffness). A
 // plain diagonal W would need ~kv / (2m/t) iterations to move a body with its virtual nodes.
-// With CondParams::rigid_sweeps, a group whose contacts all go to plain nodes or the static world
-// solves the plain-node ones by repeated Gauss-Seidel sweeps with v_o kept exact
+// With CondParams::rigid_sweeps, a group whose contacts all go to deformable bodies or the static
+// world solves the deformable ones by repeated Gauss-Seidel sweeps with v_o kept exact
 // (RigidContactSweepOp), which removes that Jacobi rate (a gripped soft ball: 151 -> 43).
 struct RigidGroups {
   std::vector<Index> trans, rot;   // velocity nodes of each body
