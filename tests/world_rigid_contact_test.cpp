@@ -16,13 +16,14 @@ namespace {
 
 constexpr Scalar kPlateMass = 0.2;  // [kg]
 
-// a soft 4 cm FEM cube (E 100 kPa) on the floor with a rigid 6 x 6 x 1 cm plate lying on it:
-// the cube's 16 top nodes touch the plate's underside (its corners overhang the cube)
+// a soft 4 cm FEM cube (E 100 kPa) on the floor with a rigid plate 1 cm thick lying on it: 6 cm
+// wide, the cube's 16 top nodes touch the plate's underside (its corners overhang the cube); 3 cm
+// wide, 4 top nodes touch it and its corners touch the cube's top triangles (barycentric nodes)
 struct PlateOnBlock {
   std::unique_ptr<Backend> backend = MakeBackend(BackendChoice::kCpu).backend;
   std::unique_ptr<World> world;
   Index block = -1, plate = -1;
-  PlateOnBlock(int rigid_sweeps, Scalar theta) {
+  PlateOnBlock(int rigid_sweeps, Scalar theta, Scalar half_width = 0.03) {
     WorldParams p;
     p.dt = 0.01;
     p.cond.theta_threshold = theta;
@@ -38,7 +39,7 @@ struct PlateOnBlock {
     mat.density = 1000;
     mat.rayleigh_alpha = 10;
     block = world->AddFem(MakeBoxMesh(Vec3(-0.02, -0.02, 0), Vec3(0.04, 0.04, 0.04), 3, 3, 3), mat, "block", 0.5, false);
-    RigidBody body = MakeRigidBox(Vec3(0.03, 0.03, 0.005), kPlateMass);
+    RigidBody body = MakeRigidBox(Vec3(half_width, half_width, 0.005), kPlateMass);
     body.x = Vec3(0.001, -0.002, 0.045);  // a little off-centre: the contact forces differ
     plate = world->AddRigid(body);
   }
@@ -52,23 +53,30 @@ double MaxDiff(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
 
 // one step from the same state: the sweeps reach the diagonal solve's v-hat and contact forces
 // (tolerance: a few times theta_th = 1e-10 m/s over the slowest mode, and 1e-6 of the force),
-// in fewer iterations
+// in fewer iterations; with the wide plate (FEM nodes only) and the narrow one (its corners on
+// the cube's triangles too)
 TEST(WorldRigidContact, SweepsReachTheDiagonalSolvesFixedPoint) {
-  PlateOnBlock diagonal(0, 1e-10), sweeps(32, 1e-10);
-  const StepStats a = diagonal.world->Step();
-  const StepStats b = sweeps.world->Step();
-  ASSERT_TRUE(a.cond.converged);
-  ASSERT_TRUE(b.cond.converged);
-  ASSERT_GE(b.contacts, 16);
-  const Wrench fa = diagonal.world->BodyWrench(diagonal.plate), fb = sweeps.world->BodyWrench(sweeps.plate);
-  std::printf("[ plate    ] first step: %d contacts; %d iterations diagonal, %d with sweeps; plate force %.9f / %.9f N\n",
-              int(b.contacts), a.cond.iterations, b.cond.iterations, fa.force[2], fb.force[2]);
-  EXPECT_LT(MaxDiff(diagonal.world->FemVelocities(diagonal.block), sweeps.world->FemVelocities(sweeps.block)), 1e-8) << "m/s";
-  const RigidBody &pa = diagonal.world->rigid_body(diagonal.plate), &pb = sweeps.world->rigid_body(sweeps.plate);
-  EXPECT_LT(Norm(pa.v - pb.v), 1e-8) << "m/s";
-  EXPECT_LT(Norm(pa.omega - pb.omega), 1e-6) << "rad/s";
-  EXPECT_LT(Norm(fa.force - fb.force), 1e-6 * Norm(fa.force)) << "N";
-  EXPECT_LT(b.cond.iterations, a.cond.iterations);
+  for (Scalar half : {0.03, 0.015}) {
+    PlateOnBlock diagonal(0, 1e-10, half), sweeps(32, 1e-10, half);
+    const StepStats a = diagonal.world->Step();
+    const StepStats b = sweeps.world->Step();
+    ASSERT_TRUE(a.cond.converged);
+    ASSERT_TRUE(b.cond.converged);
+    Index corners = 0;  // plate samples against the cube's triangles
+    for (const ContactRecord& c : sweeps.world->contacts()) corners += c.body_i == sweeps.plate && c.body_j == sweeps.block;
+    const Wrench fa = diagonal.world->BodyWrench(diagonal.plate), fb = sweeps.world->BodyWrench(sweeps.plate);
+    std::printf("[ plate    ] %.0f cm, first step: %d contacts (%d plate corners); %d iterations diagonal, %d with sweeps; "
+                "plate force %.9f / %.9f N\n",
+                200 * half, int(b.contacts), int(corners), a.cond.iterations, b.cond.iterations, fa.force[2], fb.force[2]);
+    EXPECT_GE(b.contacts, half > 0.02 ? 16 : 8);
+    EXPECT_EQ(corners, half > 0.02 ? 0 : 4);
+    EXPECT_LT(MaxDiff(diagonal.world->FemVelocities(diagonal.block), sweeps.world->FemVelocities(sweeps.block)), 1e-8) << "m/s";
+    const RigidBody &pa = diagonal.world->rigid_body(diagonal.plate), &pb = sweeps.world->rigid_body(sweeps.plate);
+    EXPECT_LT(Norm(pa.v - pb.v), 1e-8) << "m/s";
+    EXPECT_LT(Norm(pa.omega - pb.omega), 1e-6) << "rad/s";
+    EXPECT_LT(Norm(fa.force - fb.force), 1e-6 * Norm(fa.force)) << "N";
+    EXPECT_LT(b.cond.iterations, a.cond.iterations);
+  }
 }
 
 // statics over the second half of 1 s at the default settings: the contacts carry the plate's
