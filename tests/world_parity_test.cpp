@@ -1,5 +1,6 @@
-// The world (global system with virtual nodes, rigid groups, FEM parts) on CUDA against the CPU
-// backend: the same scene stepped 30 times, every body state within 1e-12 (relative).
+// The world (global system with virtual nodes, rigid groups and their contact sweeps, FEM parts)
+// on CUDA against the CPU backend: the same scene stepped 30 times, every body state within 1e-12
+// (relative).
 #include <gtest/gtest.h>
 
 #include "models/world/world.h"
@@ -9,7 +10,7 @@ namespace condsim {
 namespace {
 
 struct State {
-  Index fem_contacts = 0, cable_contacts = 0;  // over the run
+  Index fem_contacts = 0, cable_contacts = 0, weight_contacts = 0;  // over the run
   std::vector<Vec3> rigid;
   std::vector<Scalar> fem;
 };
@@ -43,15 +44,21 @@ State RunScene(BackendChoice choice) {
                                 Vec3(-0.2, -0.1, 3 * r + 0.002)},
                                30),
                rod);
+  // a rigid weight on the FEM cube beside the small cube: FEM-node and corner-on-triangle contacts,
+  // solved by the rigid-group sweeps (RigidContactSweepOp)
+  RigidBody weight = MakeRigidBox(Vec3(0.015, 0.015, 0.01), 0.1);
+  weight.x = Vec3(0.35, 0.085, 0.1115);
+  const Index weight_id = world.AddRigid(weight);
   State s;
   for (int k = 0; k < 30; ++k) {
     world.Step();
     for (const ContactRecord& c : world.contacts()) {
       s.fem_contacts += (c.body_i == 3 && c.body_j == 2) || (c.body_i == 2 && c.body_j == 3);
       s.cable_contacts += c.body_i == 4 && c.body_j == 4;
+      s.weight_contacts += (c.body_i == weight_id && c.body_j == 2) || (c.body_i == 2 && c.body_j == weight_id);
     }
   }
-  s.rigid = {world.rigid_body(0).x, world.rigid_body(1).x, world.rigid_body(0).omega};
+  s.rigid = {world.rigid_body(0).x, world.rigid_body(1).x, world.rigid_body(0).omega, world.rigid_body(weight_id).x};
   s.fem = world.FemPositions(2);
   const std::vector<Scalar> small = world.FemPositions(3), cable = world.RodPositions(4);
   s.fem.insert(s.fem.end(), small.begin(), small.end());
@@ -85,6 +92,10 @@ TEST(WorldParity, CpuRunsRepeatBitwise) {
   // the barycentric paths ran: FEM-FEM and cable self-contacts
   EXPECT_GT(a.fem_contacts, 0);
   EXPECT_GT(a.cable_contacts, 0);
+  // and the weight rests on the cube: it neither falls through nor leaves (the coarse soft cube
+  // gives about 2 mm under it)
+  EXPECT_GT(a.weight_contacts, 0);
+  EXPECT_NEAR(a.rigid[3][2], 0.1115, 5e-3);
 }
 
 }  // namespace
