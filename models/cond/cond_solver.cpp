@@ -525,12 +525,11 @@ void CondSolver::BuildOwnContacts() {
     ptr.push_back(static_cast<Index>(contact.size()));
   }
   num_own_contacts_ = static_cast<Index>(contact.size());
-  if (num_own_contacts_ > 0) {
-    rc_ptr_ = Array<Index>(backend_, ptr);
-    rc_contact_ = Array<Index>(backend_, contact);
-    rc_slot_ = Array<Index>(backend_, slot);
-    rc_body_ = Array<Index>(backend_, body);
-  }
+  if (num_own_contacts_ == 0) return;  // Solve sweeps every contact in order_
+  rc_ptr_ = Array<Index>(backend_, ptr);
+  rc_contact_ = Array<Index>(backend_, contact);
+  rc_slot_ = Array<Index>(backend_, slot);
+  rc_body_ = Array<Index>(backend_, body);
   // the diagonal sweeps: every color less the own contacts
   std::vector<Index> order;
   sweep_color_ptr_.assign(1, 0);
@@ -688,13 +687,15 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     AddContactForces(w_.data(), lambda_, &u_);
     // the diagonal solve, then the rigid groups' own contacts by Gauss-Seidel from the forces
     // of the new impulses (a group's other contacts have moved it already)
-    for (std::size_t c = 0; c + 1 < sweep_color_ptr_.size(); ++c) {
-      const Index count = sweep_color_ptr_[c + 1] - sweep_color_ptr_[c];
+    const bool own = num_own_contacts_ > 0;
+    const std::vector<Index>& sweep_ptr = own ? sweep_color_ptr_ : color_ptr_;
+    for (std::size_t c = 0; c + 1 < sweep_ptr.size(); ++c) {
+      const Index count = sweep_ptr[c + 1] - sweep_ptr[c];
       if (count == 0) continue;
-      kernels_->Sweep(view, sweep_order_.data(), sweep_color_ptr_[c], count, w_.data(), env_active_.data(),
+      kernels_->Sweep(view, (own ? sweep_order_ : order_).data(), sweep_ptr[c], count, w_.data(), env_active_.data(),
                       static_cast<Scalar>(params_.omega), params_.projection, lambda_.data(), u_.data());
     }
-    if (num_own_contacts_ > 0) {
+    if (own) {
       be.Fill(0, &f_new_);
       AddContactForces(nullptr, lambda_, &f_new_);
       const RigidContactView own{rc_ptr_.data(), rc_contact_.data(), rc_slot_.data(), rc_body_.data()};

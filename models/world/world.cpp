@@ -581,9 +581,9 @@ void World::Detect(ContactSet* contacts, VirtualNodeSet* vn) {
   for (Index k = 0; k < rigid_.num_bodies(); ++k) {
     const RigidBody& body = rigid_.body(k);
     const std::vector<SurfacePoint>& samples = rigid_samples_[std::size_t(k)];
-    for (std::size_t si = 0; si < samples.size(); ++si) {
-      const SurfacePoint& s = samples[si];
-      const Index at = rigid_sample_first_[std::size_t(k)] + static_cast<Index>(si);
+    for (std::size_t sample = 0; sample < samples.size(); ++sample) {
+      const SurfacePoint& s = samples[sample];
+      const Index at = rigid_sample_first_[std::size_t(k)] + static_cast<Index>(sample);
       const Vec3 p = LoadVec3(rx.data(), at), vp = LoadVec3(rv.data(), at);
       for (std::size_t si = 0; si < statics_.size(); ++si) {
         const StaticShape& shape = statics_[si];
