@@ -87,12 +87,6 @@ struct BallSystem {
   }
 };
 
-double MaxDiff(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
-  double d = 0;
-  for (std::size_t k = 0; k < x.size(); ++k) d = std::max(d, std::fabs(double(x[k] - y[k])));
-  return d;
-}
-
 TEST(CondSafeguard, FrobeniusGrowsOnStiffBallSafeguardConverges) {
   BallSystem sys;
   const std::vector<Scalar> exact = test::SparseSolve(*sys.a, sys.b);
@@ -105,13 +99,13 @@ TEST(CondSafeguard, FrobeniusGrowsOnStiffBallSafeguardConverges) {
   p.w_safeguard = 0;
   const CondStats grow = sys.Solve(p, true, ContactSet(), &v);
   EXPECT_FALSE(grow.converged);
-  EXPECT_GT(MaxDiff(v, exact), 1.0) << "m/s";
+  EXPECT_GT(test::MaxDiff(v, exact), 1.0) << "m/s";
   // safeguarded (lambda_max(W A) <= 1.9): the direct solve's answer (|v-hat| ~ 0.1 m/s)
   p.w_safeguard = 1.9;
   p.max_iterations = 20000;
   const CondStats ok = sys.Solve(p, true, ContactSet(), &v);
   EXPECT_TRUE(ok.converged);
-  EXPECT_LT(MaxDiff(v, exact), 1e-9) << "m/s";
+  EXPECT_LT(test::MaxDiff(v, exact), 1e-9) << "m/s";
   EXPECT_THROW(
       [] {
         CondParams bad;
@@ -136,9 +130,9 @@ TEST(CondBodyModes, SameFixedPointInFewerIterations) {
             << on.iterations << " with\n";
   ASSERT_TRUE(on.converged);
   // theta stops the slow rigid modes early without the correction (error ~ theta / lambda_min)
-  std::cout << "[ info     ] |v - direct solve|: " << MaxDiff(v_off, exact) << " m/s without, " << MaxDiff(v_on, exact)
+  std::cout << "[ info     ] |v - direct solve|: " << test::MaxDiff(v_off, exact) << " m/s without, " << test::MaxDiff(v_on, exact)
             << " with\n";
-  EXPECT_LT(MaxDiff(v_on, exact), 1e-9) << "m/s";
+  EXPECT_LT(test::MaxDiff(v_on, exact), 1e-9) << "m/s";
   EXPECT_LT(4 * on.iterations, off.iterations);
 
   // resting on a contact patch: the same v-hat and impulses (eq. 11 at the same fixed point)
@@ -150,14 +144,14 @@ TEST(CondBodyModes, SameFixedPointInFewerIterations) {
   const CondStats c_on = sys.Solve(p, true, floor, &v_on, &l_on);
   std::cout << "[ info     ] ball on " << floor.size() << " floor contacts: " << c_off.iterations
             << " iterations without body modes, " << c_on.iterations << " with\n";
-  std::cout << "[ info     ] |v_on - v_off| " << MaxDiff(v_on, v_off) << " m/s, |l_on - l_off| " << MaxDiff(l_on, l_off) << " N\n";
+  std::cout << "[ info     ] |v_on - v_off| " << test::MaxDiff(v_on, v_off) << " m/s, |l_on - l_off| " << test::MaxDiff(l_on, l_off) << " N\n";
   ASSERT_TRUE(c_on.converged);
   // the run without the correction stops at l_max short of theta (its error ~ 1e-8 m/s, as in
   // the free case), so the two agree to that
-  EXPECT_LT(MaxDiff(v_on, v_off), 1e-7) << "m/s";
+  EXPECT_LT(test::MaxDiff(v_on, v_off), 1e-7) << "m/s";
   double total = 0;
   for (Scalar x : l_on) total = std::max(total, std::fabs(double(x)));
-  EXPECT_LT(MaxDiff(l_on, l_off), 1e-6 * total) << "N";
+  EXPECT_LT(test::MaxDiff(l_on, l_off), 1e-6 * total) << "N";
   EXPECT_LT(c_on.iterations, c_off.iterations);
 }
 

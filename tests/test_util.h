@@ -54,6 +54,13 @@ inline BlockPattern RandomPattern(std::mt19937_64& rng, Index block_dim, Index b
   return BlockPattern::FromCoordinates(block_dim, block_rows, block_rows, coords);
 }
 
+// max_i |a_i - b_i|: the largest absolute difference
+inline double MaxDiff(const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
+}
+
 // max_i |a_i - b_i| / max(max_i |b_i|, tiny): error relative to the reference's scale
 inline double RelativeError(const std::vector<Scalar>& a, const std::vector<Scalar>& b) {
   double err = 0, scale = 0;

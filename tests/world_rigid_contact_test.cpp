@@ -45,12 +45,6 @@ struct PlateOnBlock {
   }
 };
 
-double MaxDiff(const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
-  double d = 0;
-  for (std::size_t k = 0; k < x.size(); ++k) d = std::max(d, std::fabs(double(x[k] - y[k])));
-  return d;
-}
-
 // one step from the same state: the sweeps reach the diagonal solve's v-hat and contact forces
 // (tolerance: a few times theta_th = 1e-10 m/s over the slowest mode, and 1e-6 of the force),
 // in fewer iterations; with the wide plate (FEM nodes only) and the narrow one (its corners on
@@ -70,7 +64,7 @@ TEST(WorldRigidContact, SweepsReachTheDiagonalSolvesFixedPoint) {
                 200 * half, int(b.contacts), int(corners), a.cond.iterations, b.cond.iterations, fa.force[2], fb.force[2]);
     EXPECT_GE(b.contacts, half > 0.02 ? 16 : 8);
     EXPECT_EQ(corners, half > 0.02 ? 0 : 4);
-    EXPECT_LT(MaxDiff(diagonal.world->FemVelocities(diagonal.block), sweeps.world->FemVelocities(sweeps.block)), 1e-8) << "m/s";
+    EXPECT_LT(test::MaxDiff(diagonal.world->FemVelocities(diagonal.block), sweeps.world->FemVelocities(sweeps.block)), 1e-8) << "m/s";
     const RigidBody &pa = diagonal.world->rigid_body(diagonal.plate), &pb = sweeps.world->rigid_body(sweeps.plate);
     EXPECT_LT(Norm(pa.v - pb.v), 1e-8) << "m/s";
     EXPECT_LT(Norm(pa.omega - pb.omega), 1e-6) << "rad/s";
