@@ -159,7 +159,7 @@ void ParseWorld(const Value& v, WorldParams* w) {
 
 void ParseSolver(const Value& v, CondParams* c) {
   v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
-            "w_reuse_solves", "w_safeguard", "body_modes", "rigid_sweeps"});
+            "w_reuse_solves", "w_safeguard", "body_modes", "body_mode_patches", "rigid_sweeps"});
   c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
   if (v.Has("max_iterations")) c->max_iterations = int(v.At("max_iterations").Integer(1, 100000000));
   if (v.Has("projection")) c->projection = Checked(v.At("projection"), [&] { return ParseProjection(v.At("projection").String()); });
@@ -170,6 +170,7 @@ void ParseSolver(const Value& v, CondParams* c) {
   if (v.Has("w_reuse_solves")) c->w_reuse_solves = int(v.At("w_reuse_solves").Integer(1, 1000000));
   c->w_safeguard = v.Number("w_safeguard", c->w_safeguard, 0, 2, false, true);
   c->body_modes = v.Bool("body_modes", c->body_modes);
+  if (v.Has("body_mode_patches")) c->body_mode_patches = int(v.At("body_mode_patches").Integer(1, kMaxBodyModePatches));
   if (v.Has("rigid_sweeps")) c->rigid_sweeps = int(v.At("rigid_sweeps").Integer(0, 100));
 }
 

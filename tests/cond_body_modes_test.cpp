@@ -7,8 +7,12 @@
 //   iterations several-fold (rigid modes: 2M/t against the stiffness);
 // - in a World, a stiff ball falling from rest takes v-hat = g t / 2 on every node (eq. 9 with
 //   no elastic force) within a few iterations;
-// - CUDA: the same 60 iterations with contacts give the CPU's v-hat and impulses to 1e-12
-//   (relative), run-to-run bitwise (skipped without a usable device).
+// - patches (piecewise-rigid modes): GridPatches splits a 10x10x10 grid into exactly 2x2x2
+//   cells of 125 points, keeps at least 8 points per patch and one patch per 16 points; on a thin cantilever plate (clamped edge, gravity) 24 patches keep the
+//   direct solve's v-hat (1e-9 m/s) and, on floor contacts, the single patch's v-hat and
+//   impulses, in several times fewer iterations (the plate's bending is its slowest motion);
+// - CUDA: the same 60 iterations with contacts and 8 patches give the CPU's v-hat and impulses
+//   to 1e-12 (relative), run-to-run bitwise (skipped without a usable device).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,6 +31,42 @@ namespace condsim {
 namespace {
 
 constexpr Scalar kDt = 0.01;
+
+// one body: the mesh's nodes in GridPatches patches, arms from each patch's mean position
+BodyModes PatchModes(const TetMesh& mesh, Index patches) {
+  const std::vector<Index> patch = GridPatches(mesh.x, patches);
+  const Index count = *std::max_element(patch.begin(), patch.end()) + 1;
+  BodyModes m;
+  for (Index p = 0; p < count; ++p) {
+    Vec3 c;
+    Index n = 0;
+    for (Index i = 0; i < mesh.num_nodes(); ++i)
+      if (patch[i] == p) c += mesh.Node(i), ++n;
+    c = c / Scalar(n);
+    for (Index i = 0; i < mesh.num_nodes(); ++i) {
+      if (patch[i] != p) continue;
+      m.node.push_back(i);
+      const Vec3 r = mesh.Node(i) - c;
+      for (int d = 0; d < 3; ++d) m.arm.push_back(r[d]);
+    }
+    m.ptr.push_back(static_cast<Index>(m.node.size()));
+  }
+  m.body_ptr = {0, count};
+  return m;
+}
+
+// one COND solve of A v = b (+ contacts) from v = 0, with body modes when given
+CondStats SolveFromRest(Backend* backend, DeviceBlockMatrix& a, const Array<Scalar>& b, const CondParams& p, const BodyModes* modes,
+                        const ContactSet& contacts, std::vector<Scalar>* v, std::vector<Scalar>* lambda) {
+  CondSolver solver(backend, p);
+  if (modes != nullptr) solver.SetBodyModes(*modes);
+  solver.SetContacts(contacts);
+  Array<Scalar> vd(backend, std::vector<Scalar>(std::size_t(b.size()), 0));
+  const CondStats st = solver.Solve(a, b, &vd);
+  *v = vd.ToHost();
+  if (lambda != nullptr) *lambda = solver.Impulses();
+  return st;
+}
 
 // the eq. 9 system of a free FEM ball of radius 4 cm under gravity, moving with a spin, a
 // breathing (radial) velocity and a shear, so that v-hat has rigid and elastic parts
@@ -54,19 +94,7 @@ struct BallSystem {
     Array<Scalar> x(backend.get(), mesh.x), v(backend.get(), v0);
     model.Assemble(x, v, kDt, Vec3(0, 0, -9.81), nullptr, a.get(), &b);
   }
-  BodyModes Modes() const {
-    BodyModes m;
-    Vec3 c;
-    for (Index i = 0; i < mesh.num_nodes(); ++i) c += mesh.Node(i);
-    c = c / Scalar(mesh.num_nodes());
-    for (Index i = 0; i < mesh.num_nodes(); ++i) {
-      m.node.push_back(i);
-      const Vec3 r = mesh.Node(i) - c;
-      for (int d = 0; d < 3; ++d) m.arm.push_back(r[d]);
-    }
-    m.ptr.push_back(mesh.num_nodes());
-    return m;
-  }
+  BodyModes Modes(Index patches = 1) const { return PatchModes(mesh, patches); }
   // the nodes within 4 mm of the floor, in S-contact with it as if touching (phi = 0)
   ContactSet FloorContacts() const {
     ContactSet c;
@@ -75,15 +103,9 @@ struct BallSystem {
     return c;
   }
   CondStats Solve(const CondParams& p, bool modes, const ContactSet& contacts, std::vector<Scalar>* v,
-                  std::vector<Scalar>* lambda = nullptr) {
-    CondSolver solver(backend.get(), p);
-    if (modes) solver.SetBodyModes(Modes());
-    solver.SetContacts(contacts);
-    Array<Scalar> vd(backend.get(), std::vector<Scalar>(mesh.x.size(), 0));
-    const CondStats st = solver.Solve(*a, b, &vd);
-    *v = vd.ToHost();
-    if (lambda != nullptr) *lambda = solver.Impulses();
-    return st;
+                  std::vector<Scalar>* lambda = nullptr, Index patches = 1) {
+    const BodyModes m = Modes(patches);
+    return SolveFromRest(backend.get(), *a, b, p, modes ? &m : nullptr, contacts, v, lambda);
   }
 };
 
@@ -175,6 +197,113 @@ TEST(CondBodyModes, StiffBallFallsExactlyInAFewIterations) {
   EXPECT_LE(st.cond.iterations, 5);
 }
 
+TEST(CondBodyModes, GridPatchesSplitAGridIntoEqualCells) {
+  // 10 x 10 x 10 points 0.1 apart, at most 8 patches: the smallest cell keeping 8 is just over
+  // 0.45 (2 cells per axis; below it 3), so 8 patches of 5 x 5 x 5 points
+  std::vector<Scalar> x;
+  for (int k = 0; k < 10; ++k)
+    for (int j = 0; j < 10; ++j)
+      for (int i = 0; i < 10; ++i) x.insert(x.end(), {0.1 * i, 0.1 * j, 0.1 * k});
+  const std::vector<Index> patch = GridPatches(x, 8);
+  std::vector<int> count(8, 0);
+  for (std::size_t q = 0; q < patch.size(); ++q) {
+    ASSERT_GE(patch[q], 0);
+    ASSERT_LT(patch[q], 8);
+    ++count[std::size_t(patch[q])];
+    // its cell: the point's coordinates below or above 0.45
+    const int cell = (x[3 * q] > 0.45) * 4 + (x[3 * q + 1] > 0.45) * 2 + (x[3 * q + 2] > 0.45);
+    EXPECT_EQ(patch[q], cell) << "point " << q;
+  }
+  for (int c : count) EXPECT_EQ(c, 125);
+  EXPECT_EQ(GridPatches(x, 8), patch);  // deterministic
+  for (Index p : GridPatches(x, 1)) EXPECT_EQ(p, 0);
+  // a thin plate (2 x 0.5 x 0.05): cells span the thickness, at most 32 and at least 16
+  std::vector<Scalar> plate;
+  for (int k = 0; k < 2; ++k)
+    for (int j = 0; j <= 10; ++j)
+      for (int i = 0; i <= 40; ++i) plate.insert(plate.end(), {0.05 * i, 0.05 * j, 0.05 * k});
+  const std::vector<Index> pp = GridPatches(plate, 32);
+  const Index n = *std::max_element(pp.begin(), pp.end()) + 1;
+  EXPECT_LE(n, 32);
+  EXPECT_GE(n, 16);
+  // stray points far off the grid join a patch of at least 8 points; few points, one patch
+  std::vector<Scalar> stray = x;
+  stray.insert(stray.end(), {2.0, 0.0, 0.0, 0.0, 2.0, 0.0, 2.0, 2.0, 2.0});
+  const std::vector<Index> sp = GridPatches(stray, 27);
+  const Index ns = *std::max_element(sp.begin(), sp.end()) + 1;
+  EXPECT_LE(ns, 27);
+  std::vector<int> members(std::size_t(ns), 0);
+  for (Index p : sp) ++members[std::size_t(p)];
+  for (int c : members) EXPECT_GE(c, 8);
+  for (Index p : GridPatches(std::vector<Scalar>(x.begin(), x.begin() + 3 * 31), 8)) EXPECT_EQ(p, 0);
+}
+
+// the eq. 9 system of a thin plate (20 x 5 x 0.5 cm, E 0.1 MPa) clamped at x = 0 (prescribed
+// nodes at rest), at rest under gravity: its slow motions are bending, which the rigid modes of
+// the whole plate cannot represent
+struct PlateSystem {
+  std::unique_ptr<Backend> backend = MakeBackend(BackendChoice::kCpu).backend;
+  TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.2, 0.05, 0.005), 24, 6, 1);
+  std::unique_ptr<FemModel> model;
+  std::unique_ptr<DeviceBlockMatrix> a;
+  Array<Scalar> b{backend.get(), Index(mesh.x.size())};
+
+  PlateSystem() {
+    FemMaterial m;
+    m.young = 1e5;
+    m.poisson = 0.35;
+    m.density = 1100;
+    model = std::make_unique<FemModel>(backend.get(), mesh, m, "plate");
+    std::vector<Index> clamped;
+    for (Index i = 0; i < mesh.num_nodes(); ++i)
+      if (mesh.Node(i)[0] < 1e-9) clamped.push_back(i);
+    model->SetPrescribedNodes(clamped);
+    model->SetPrescribedVelocities(std::vector<Scalar>(3 * clamped.size(), 0));
+    a = backend->CreateMatrix(model->pattern());
+    Array<Scalar> x(backend.get(), mesh.x), v(backend.get(), std::vector<Scalar>(mesh.x.size(), 0));
+    model->Assemble(x, v, kDt, Vec3(0, 0, -9.81), nullptr, a.get(), &b);
+  }
+  CondStats Solve(const CondParams& p, Index patches, const ContactSet& contacts, std::vector<Scalar>* v,
+                  std::vector<Scalar>* lambda = nullptr) {
+    const BodyModes m = PatchModes(mesh, patches);
+    return SolveFromRest(backend.get(), *a, b, p, &m, contacts, v, lambda);
+  }
+};
+
+TEST(CondBodyModes, PatchesKeepTheFixedPointAndReachBending) {
+  PlateSystem sys;
+  const std::vector<Scalar> exact = test::SparseSolve(*sys.a, sys.b);
+  CondParams p;
+  p.theta_threshold = 1e-11;
+  p.max_iterations = 100000;
+  std::vector<Scalar> v_one, v_many, l_one, l_many;
+  const CondStats one = sys.Solve(p, 1, ContactSet(), &v_one);
+  const CondStats many = sys.Solve(p, 24, ContactSet(), &v_many);
+  std::cout << "[ info     ] clamped plate to theta 1e-11: " << one.iterations << " iterations with one patch, " << many.iterations
+            << " with 24; |v - direct solve| " << test::MaxDiff(v_one, exact) << " / " << test::MaxDiff(v_many, exact) << " m/s\n";
+  ASSERT_TRUE(many.converged);
+  EXPECT_LT(test::MaxDiff(v_many, exact), 1e-9) << "m/s";
+  EXPECT_LT(3 * many.iterations, one.iterations);
+  // the free end's nodes on floor contacts (phi = 0, S-contacts): the same fixed point (eq. 11)
+  ContactSet floor;
+  for (Index i = 0; i < sys.mesh.num_nodes(); ++i)
+    if (sys.mesh.Node(i)[0] > 0.15 && sys.mesh.Node(i)[2] < 1e-9) floor.Add(i, -1, ContactFrame(Vec3(0, 0, 1)), 0, 0.5, 0.5);
+  ASSERT_GE(floor.size(), 20);
+  const CondStats c_one = sys.Solve(p, 1, floor, &v_one, &l_one);
+  const CondStats c_many = sys.Solve(p, 24, floor, &v_many, &l_many);
+  std::cout << "[ info     ] plate on " << floor.size() << " floor contacts: " << c_one.iterations << " iterations with one patch, "
+            << c_many.iterations << " with 24; |dv| " << test::MaxDiff(v_one, v_many) << " m/s, |dl| " << test::MaxDiff(l_one, l_many)
+            << " N s\n";
+  ASSERT_TRUE(c_many.converged);
+  ASSERT_TRUE(c_one.converged);
+  EXPECT_LT(test::MaxDiff(v_one, v_many), 1e-8) << "m/s";
+  double total = 0;
+  for (Scalar x : l_many) total = std::max(total, std::fabs(double(x)));
+  EXPECT_GT(total, 0);
+  EXPECT_LT(test::MaxDiff(l_one, l_many), 1e-6 * total);
+  EXPECT_LT(2 * c_many.iterations, c_one.iterations);
+}
+
 TEST(CondBodyModes, CudaMatchesCpu) {
   CONDSIM_REQUIRE_CUDA_OR_SKIP();
   CondParams p;
@@ -182,9 +311,9 @@ TEST(CondBodyModes, CudaMatchesCpu) {
   p.max_iterations = 60;
   std::vector<Scalar> v_cpu, v_gpu, v_gpu2, l_cpu, l_gpu, l_gpu2;
   BallSystem cpu, gpu(BackendChoice::kCuda);
-  cpu.Solve(p, true, cpu.FloorContacts(), &v_cpu, &l_cpu);
-  const CondStats st = gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu, &l_gpu);
-  gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu2, &l_gpu2);
+  cpu.Solve(p, true, cpu.FloorContacts(), &v_cpu, &l_cpu, 8);
+  const CondStats st = gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu, &l_gpu, 8);
+  gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu2, &l_gpu2, 8);
   ASSERT_EQ(st.iterations, 60);
   EXPECT_LE(test::RelativeError(v_gpu, v_cpu), 1e-12);
   EXPECT_LE(test::RelativeError(l_gpu, l_cpu), 1e-12);

@@ -328,6 +328,10 @@ TEST(Scene, BadInputNamesFileAndPath) {
   EXPECT_NE(ParseError(R"({"solver": {"body_modes": 1}})").find("/solver/body_modes:"), std::string::npos);
   EXPECT_NE(ParseError(R"({"solver": {"rigid_sweeps": 101}})").find("/solver/rigid_sweeps: 101 is outside [0, 100]"), std::string::npos)
       << ParseError(R"({"solver": {"rigid_sweeps": 101}})");
+  EXPECT_NE(ParseError(R"({"solver": {"body_mode_patches": 0}})").find("/solver/body_mode_patches: 0 is outside [1, 128]"),
+            std::string::npos)
+      << ParseError(R"({"solver": {"body_mode_patches": 0}})");
+  EXPECT_NE(ParseError(R"({"solver": {"body_mode_patches": 2.5}})").find("/solver/body_mode_patches:"), std::string::npos);
   const std::string rigid = R"({"rigid_bodies": [{"shape": "box", "half_extents": [0.1, 0.1, 0.1], "mass": 0, "position": [0, 0, 0]}]})";
   EXPECT_NE(ParseError(rigid).find("/rigid_bodies/0/mass: 0 is outside (0, inf]"), std::string::npos) << ParseError(rigid);
   EXPECT_NE(ParseError(R"({"rigid_bodies": [{"shape": "cone", "mass": 1}]})").find("/rigid_bodies/0/shape: 'cone' is not a shape"),

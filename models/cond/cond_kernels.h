@@ -38,8 +38,9 @@ class CondKernels {
   virtual void BarycentricHost(Index hosts, const BarycentricHostOp& op) = 0;
   virtual void BarycentricNode(Index nodes, const BarycentricNodeOp& op) = 0;
   virtual void BodyModeProduct(Index listed, const BodyModeProductOp& op) = 0;
-  virtual void BodyModeMatrix(Index bodies, const BodyModeMatrixOp& op) = 0;
-  virtual void BodyModeSolve(Index bodies, const BodyModeSolveOp& op) = 0;
+  virtual void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) = 0;
+  virtual void BodyModeResidual(Index patches, const BodyModeResidualOp& op) = 0;
+  virtual void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) = 0;
   virtual void BodyModeApply(Index listed, const BodyModeApplyOp& op) = 0;
 };
 

@@ -52,8 +52,9 @@ class CondKernelsImpl final : public CondKernels {
   void BarycentricHost(Index hosts, const BarycentricHostOp& op) override { exec_.For(hosts, op); }
   void BarycentricNode(Index nodes, const BarycentricNodeOp& op) override { exec_.For(nodes, op); }
   void BodyModeProduct(Index listed, const BodyModeProductOp& op) override { exec_.For(listed, op); }
-  void BodyModeMatrix(Index bodies, const BodyModeMatrixOp& op) override { exec_.For(bodies, op); }
-  void BodyModeSolve(Index bodies, const BodyModeSolveOp& op) override { exec_.For(bodies, op); }
+  void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) override { exec_.For(patches, op); }
+  void BodyModeResidual(Index patches, const BodyModeResidualOp& op) override { exec_.For(patches, op); }
+  void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) override { exec_.For(coarse_rows, op); }
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) override { exec_.For(listed, op); }
 
  private:

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include <Eigen/Dense>
@@ -17,6 +18,11 @@ namespace condsim {
 namespace {
 // a Chebyshev semi-iteration restarts when its residual grows to this multiple of its smallest
 constexpr double kChebyshevRestartGrowth = 10;
+// a body-mode patch needs 4 listed nodes (fewer: its rotations are degenerate); GridPatches
+// makes patches of at least 8 points, and at most one per 16 points
+constexpr Index kMinPatchNodes = 4;
+constexpr Index kMinPatchPoints = 8;
+constexpr double kPatchRegularization = 1e-10;
 // a rigid group's own contacts are settled when a sweep changes no relative velocity by more than
 // this fraction of theta_th
 constexpr double kRigidSweepSettled = 0.1;
@@ -60,6 +66,8 @@ void CondParams::Validate() const {
   CONDSIM_CHECK(std::isfinite(w_safeguard) && w_safeguard >= 0 && w_safeguard < 2,
                 "CondParams.w_safeguard must be in [0, 2) (0: off), got " << w_safeguard);
   CONDSIM_CHECK(rigid_sweeps >= 0 && rigid_sweeps <= 100, "CondParams.rigid_sweeps must be in [0, 100], got " << rigid_sweeps);
+  CONDSIM_CHECK(body_mode_patches >= 1 && body_mode_patches <= kMaxBodyModePatches,
+                "CondParams.body_mode_patches must be in [1, " << kMaxBodyModePatches << "], got " << body_mode_patches);
 }
 
 CondSolver::CondSolver(Backend* backend, const CondParams& params)
@@ -215,17 +223,90 @@ void CondSolver::SetBodyModes(const BodyModes& modes) {
   CONDSIM_CHECK(!modes.ptr.empty() && modes.ptr.front() == 0 && std::size_t(modes.ptr.back()) == modes.node.size() &&
                     modes.arm.size() == 3 * modes.node.size(),
                 "SetBodyModes: inconsistent arrays");
+  for (std::size_t p = 0; p + 1 < modes.ptr.size(); ++p)
+    CONDSIM_CHECK(modes.ptr[p + 1] >= modes.ptr[p], "SetBodyModes: decreasing ptr at patch " << p);
+  CONDSIM_CHECK(modes.body_ptr.empty() || (modes.body_ptr.front() == 0 && modes.body_ptr.back() == modes.size() &&
+                                           std::is_sorted(modes.body_ptr.begin(), modes.body_ptr.end())),
+                "SetBodyModes: body_ptr must run from 0 to the number of patches");
   for (std::size_t k = 0; k < modes.node.size(); ++k)
     CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
   for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
   modes_host_ = modes;
 }
 
+std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target) {
+  const std::size_t n = x.size() / 3;
+  std::vector<Index> patch(n, 0);
+  target = std::min<Index>(target, static_cast<Index>(n) / (2 * kMinPatchPoints));
+  if (target <= 1) return patch;
+  Vec3 lo = LoadVec3(x.data(), 0), hi = lo;
+  for (std::size_t i = 1; i < n; ++i)
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min(lo[d], x[3 * i + d]);
+      hi[d] = std::max(hi[d], x[3 * i + d]);
+    }
+  // cells of size h from lo; the number of non-empty ones
+  using Key = std::array<std::int64_t, 3>;
+  auto key_of = [&](std::size_t i, Scalar h) {
+    Key key;
+    for (int d = 0; d < 3; ++d) key[d] = static_cast<std::int64_t>(std::floor((x[3 * i + d] - lo[d]) / h));
+    return key;
+  };
+  std::map<Key, Index> cells;  // cell -> its point count
+  auto assign = [&](Scalar h) {
+    cells.clear();
+    for (std::size_t i = 0; i < n; ++i) ++cells[key_of(i, h)];
+    return static_cast<Index>(cells.size());
+  };
+  // bisection on h: hi_h leaves at most target cells (one cell spans the box), lo_h more
+  Scalar hi_h = Scalar(1.001) * std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], Scalar(1e-30)});
+  Scalar lo_h = hi_h / Scalar(2 * target);
+  while (assign(lo_h) <= target && lo_h > Scalar(1e-12) * hi_h) lo_h /= 2;
+  while (hi_h - lo_h > Scalar(1e-3) * hi_h) {
+    const Scalar mid = (lo_h + hi_h) / 2;
+    (assign(mid) <= target ? hi_h : lo_h) = mid;
+  }
+  assign(hi_h);
+  // cells with fewer than kMinPatchPoints points join the nearest larger cell (the first in cell
+  // order on ties); the rest are numbered in cell order
+  std::vector<Key> keys;
+  std::vector<Index> size;
+  for (const auto& [key, count] : cells) {
+    keys.push_back(key);
+    size.push_back(count);
+  }
+  std::vector<Index> id(keys.size(), -1);
+  Index next = 0;
+  for (std::size_t c = 0; c < keys.size(); ++c)
+    if (size[c] >= kMinPatchPoints) id[c] = next++;
+  if (next == 0) return patch;
+  for (std::size_t c = 0; c < keys.size(); ++c) {
+    if (id[c] >= 0 || size[c] >= kMinPatchPoints) continue;
+    std::int64_t best = -1;
+    std::size_t best_cell = 0;
+    for (std::size_t o = 0; o < keys.size(); ++o) {
+      if (size[o] < kMinPatchPoints) continue;
+      std::int64_t dist = 0;
+      for (int d = 0; d < 3; ++d) dist += (keys[o][d] - keys[c][d]) * (keys[o][d] - keys[c][d]);
+      if (best < 0 || dist < best) {
+        best = dist;
+        best_cell = o;
+      }
+    }
+    id[c] = id[best_cell];
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Key key = key_of(i, hi_h);
+    patch[i] = id[std::size_t(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin())];
+  }
+  return patch;
+}
+
 void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
-  num_modes_ = params_.body_modes && params_.step_size == StepSize::kFrobenius ? modes_host_.size() : 0;
-  if (num_modes_ == 0) return;
-  // the bodies less their contact nodes (and the hosts of barycentric nodes in contact): the
+  num_modes_ = 0;
+  if (!params_.body_modes || params_.step_size != StepSize::kFrobenius || modes_host_.size() == 0) return;
+  // the patches less their contact nodes (and the hosts of barycentric nodes in contact): the
   // modes then never move a contact node, so the contact step (Alg. 2) is unchanged
   std::vector<unsigned char> excluded(std::size_t(nodes_), 0);
   for (Index m = 0; m < contacts_host_.size(); ++m) {
@@ -235,63 +316,124 @@ void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   for (const auto* list : {&bary_vnodes_host_, &bary_hosts_host_})
     for (Index k : *list) excluded[k] = 1;
   for (Index k : rigid_vnodes_host_) excluded[k] = 1;
+  const Index num_bodies = modes_host_.body_ptr.empty() ? modes_host_.size() : Index(modes_host_.body_ptr.size()) - 1;
   BodyModes used;
-  std::vector<Index> body(std::size_t(nodes_), -1), slot(std::size_t(nodes_), -1);
-  for (Index b = 0; b < modes_host_.size(); ++b) {
-    for (Index q = modes_host_.ptr[b]; q < modes_host_.ptr[b + 1]; ++q) {
-      const Index i = modes_host_.node[q];
-      CONDSIM_CHECK(i < nodes_, "SetBodyModes: node " << i << " is not a node of A (" << nodes_ << " nodes)");
-      CONDSIM_CHECK(body[i] < 0 && slot[i] != -2, "SetBodyModes: node " << i << " is in more than one body");
-      if (excluded[i]) {
-        slot[i] = -2;
+  used.body_ptr.push_back(0);
+  std::vector<Index> node_patch(std::size_t(nodes_), -1), slot(std::size_t(nodes_), -1), patch_body;
+  std::vector<unsigned char> seen(std::size_t(nodes_), 0);
+  for (Index body = 0; body < num_bodies; ++body) {
+    const Index p0 = modes_host_.body_ptr.empty() ? body : modes_host_.body_ptr[body];
+    const Index p1 = modes_host_.body_ptr.empty() ? body + 1 : modes_host_.body_ptr[body + 1];
+    for (Index p = p0; p < p1; ++p) {
+      const Index start = static_cast<Index>(used.node.size());
+      for (Index q = modes_host_.ptr[p]; q < modes_host_.ptr[p + 1]; ++q) {
+        const Index i = modes_host_.node[q];
+        CONDSIM_CHECK(i < nodes_, "SetBodyModes: node " << i << " is not a node of A (" << nodes_ << " nodes)");
+        CONDSIM_CHECK(!seen[i], "SetBodyModes: node " << i << " is in more than one patch");
+        seen[i] = 1;
+        if (excluded[i]) continue;
+        used.node.push_back(i);
+        for (int d = 0; d < 3; ++d) used.arm.push_back(modes_host_.arm[3 * std::size_t(q) + d]);
+      }
+      // fewer than 4 nodes: rotations degenerate, left out
+      if (static_cast<Index>(used.node.size()) - start < kMinPatchNodes) {
+        used.node.resize(std::size_t(start));
+        used.arm.resize(3 * std::size_t(start));
         continue;
       }
-      body[i] = b;
-      slot[i] = static_cast<Index>(used.node.size());
-      used.node.push_back(i);
-      for (int d = 0; d < 3; ++d) used.arm.push_back(modes_host_.arm[3 * std::size_t(q) + d]);
+      const Index patch = used.size();
+      for (Index q = start; q < static_cast<Index>(used.node.size()); ++q) {
+        node_patch[used.node[q]] = patch;
+        slot[used.node[q]] = q;
+      }
+      used.ptr.push_back(static_cast<Index>(used.node.size()));
+      patch_body.push_back(static_cast<Index>(used.body_ptr.size()) - 1);
     }
-    used.ptr.push_back(static_cast<Index>(used.node.size()));
+    if (used.size() > used.body_ptr.back()) used.body_ptr.push_back(used.size());
   }
-  for (Index& k : slot) k = std::max<Index>(k, -1);
+  num_modes_ = used.size();
+  if (num_modes_ == 0) return;
   listed_modes_ = static_cast<Index>(used.node.size());
+  // per listed node, the patches (of its body) its row of A reaches; per body, its dense A_c
+  const BlockPattern& pattern = a.pattern();
+  std::vector<Index> t_ptr{0}, t_patch, c_off{0};
+  for (Index q = 0; q < listed_modes_; ++q) {
+    const Index i = used.node[q], body = patch_body[std::size_t(node_patch[i])];
+    const Index first = t_ptr.back();
+    for (Index k = pattern.row_ptr[i]; k < pattern.row_ptr[i + 1]; ++k) {
+      const Index p = node_patch[pattern.col_idx[k]];
+      if (p < 0 || patch_body[std::size_t(p)] != body) continue;
+      if (std::find(t_patch.begin() + first, t_patch.end(), p) == t_patch.end()) t_patch.push_back(p);
+    }
+    t_ptr.push_back(static_cast<Index>(t_patch.size()));
+  }
+  const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
+  for (Index body = 0; body < bodies; ++body) {
+    const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
+    c_off.push_back(c_off.back() + ld * ld);
+  }
   bm_ptr_ = Array<Index>(backend_, used.ptr);
   bm_node_ = Array<Index>(backend_, used.node);
   bm_arm_ = Array<Scalar>(backend_, used.arm);
-  bm_node_body_ = Array<Index>(backend_, body);
+  bm_node_patch_ = Array<Index>(backend_, node_patch);
   bm_node_slot_ = Array<Index>(backend_, slot);
-  if (bm_t_.size() < 18 * listed_modes_) bm_t_ = Array<Scalar>(backend_, 18 * listed_modes_);
-  if (bm_ac_.size() != 36 * num_modes_) {
-    bm_ac_ = Array<Scalar>(backend_, 36 * num_modes_);
+  bm_patch_body_ = Array<Index>(backend_, patch_body);
+  bm_body_ptr_ = Array<Index>(backend_, used.body_ptr);
+  bm_c_off_ = Array<Index>(backend_, c_off);
+  bm_t_ptr_ = Array<Index>(backend_, t_ptr);
+  bm_t_patch_ = Array<Index>(backend_, t_patch);
+  if (bm_t_.size() < 18 * t_ptr.back()) bm_t_ = Array<Scalar>(backend_, 18 * t_ptr.back());
+  if (bm_ac_.size() != c_off.back()) bm_ac_ = Array<Scalar>(backend_, c_off.back());
+  if (bm_dv_.size() != 6 * num_modes_) {
+    bm_g_ = Array<Scalar>(backend_, 6 * num_modes_);
     bm_dv_ = Array<Scalar>(backend_, 6 * num_modes_);
   }
   if (v_keep_.size() != 3 * nodes_) v_keep_ = Array<Scalar>(backend_, 3 * nodes_);
-  // T = A Z per listed node, A_c = Z^T A Z per body; the 6x6 inverses on the host (a body whose
-  // A_c is not positive definite, e.g. an empty one, gets no correction)
-  const BodyModeView view{bm_ptr_.data(), bm_node_.data(), bm_arm_.data(), bm_node_body_.data(), bm_node_slot_.data()};
-  if (listed_modes_ > 0)
-    kernels_->BodyModeProduct(listed_modes_, BodyModeProductOp{view, a.row_ptr().data(), a.col_idx().data(), a.values().data(), bm_t_.data()});
+  // T = A Z per listed node, A_c = Z^T A Z per body; the inverses on the host (a body whose A_c
+  // is not positive definite gets no correction)
+  const BodyModeView view = ModeView();
+  kernels_->BodyModeProduct(listed_modes_, BodyModeProductOp{view, a.row_ptr().data(), a.col_idx().data(), a.values().data(), bm_t_.data()});
   kernels_->BodyModeMatrix(num_modes_, BodyModeMatrixOp{view, bm_t_.data(), bm_ac_.data()});
   std::vector<Scalar> ac = bm_ac_.ToHost();
-  for (Index b = 0; b < num_modes_; ++b) {
-    Eigen::Map<Eigen::Matrix<Scalar, 6, 6, Eigen::RowMajor>> m(ac.data() + 36 * std::size_t(b));
-    const Eigen::Matrix<Scalar, 6, 6> sym = Scalar(0.5) * (m + m.transpose());
-    Eigen::LLT<Eigen::Matrix<Scalar, 6, 6>> llt(sym);
-    if (used.ptr[b + 1] > used.ptr[b] && sym.allFinite() && llt.info() == Eigen::Success) {
-      m = llt.solve(Eigen::Matrix<Scalar, 6, 6>::Identity());
-    } else {
+  for (Index body = 0; body < bodies; ++body) {
+    const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
+    Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(ac.data() + c_off[body], ld, ld);
+    const Eigen::MatrixXd sym = 0.5 * (m + m.transpose());
+    const Eigen::VectorXd d = sym.diagonal();
+    if (!sym.allFinite() || (d.array() <= 0).any()) {
       m.setZero();
+      continue;
     }
+    // S = D^-1/2 A_c D^-1/2 (unit diagonal) + 1e-10 I: a patch's degenerate direction (e.g. the
+    // rotation about the line of collinear nodes) gets a bounded, negligible correction
+    const Eigen::VectorXd s = d.array().rsqrt();
+    Eigen::MatrixXd scaled = s.asDiagonal() * sym * s.asDiagonal();
+    scaled.diagonal().array() += kPatchRegularization;
+    const Eigen::LLT<Eigen::MatrixXd> llt(scaled);
+    if (llt.info() != Eigen::Success) {
+      m.setZero();
+      continue;
+    }
+    // A_c^-1 = D^-1/2 L^-T L^-1 D^-1/2
+    Eigen::MatrixXd l_inv = Eigen::MatrixXd::Identity(ld, ld);
+    llt.matrixL().solveInPlace(l_inv);
+    m = s.asDiagonal() * (l_inv.transpose() * l_inv) * s.asDiagonal();
+    if (!m.allFinite()) m.setZero();
   }
   bm_ac_.CopyFromHost(ac);
 }
 
+BodyModeView CondSolver::ModeView() const {
+  return BodyModeView{bm_ptr_.data(),        bm_node_.data(),     bm_arm_.data(),   bm_node_patch_.data(),
+                      bm_node_slot_.data(),  bm_patch_body_.data(), bm_body_ptr_.data(), bm_c_off_.data(),
+                      bm_t_ptr_.data(),      bm_t_patch_.data()};
+}
+
 void CondSolver::ApplyBodyModes(Array<Scalar>* v) {
-  const BodyModeView view{bm_ptr_.data(), bm_node_.data(), bm_arm_.data(), bm_node_body_.data(), bm_node_slot_.data()};
-  kernels_->BodyModeSolve(num_modes_, BodyModeSolveOp{view, bm_ac_.data(), r_.data(), node_env_.data(), env_active_.data(),
-                                                      bm_dv_.data()});
-  if (listed_modes_ > 0)
-    kernels_->BodyModeApply(listed_modes_, BodyModeApplyOp{view, bm_t_.data(), bm_dv_.data(), v->data(), r_.data()});
+  const BodyModeView view = ModeView();
+  kernels_->BodyModeResidual(num_modes_, BodyModeResidualOp{view, r_.data(), node_env_.data(), env_active_.data(), bm_g_.data()});
+  kernels_->BodyModeSolve(6 * num_modes_, BodyModeSolveOp{view, bm_ac_.data(), bm_g_.data(), bm_dv_.data()});
+  kernels_->BodyModeApply(listed_modes_, BodyModeApplyOp{view, bm_t_.data(), bm_dv_.data(), v->data(), r_.data()});
 }
 
 void CondSolver::SetContacts(const ContactSet& contacts) {

@@ -32,6 +32,9 @@ const char* ToString(StepSize s);
 StepSize ParseStepSize(const std::string& name);
 Projection ParseProjection(const std::string& name);
 
+// patches per body at most (the coarse matrix of a body is dense: (6 m)^2, inverted per solve)
+constexpr int kMaxBodyModePatches = 128;
+
 struct CondParams {
   Projection projection = Projection::kStrict;  // strict (exact eq. 11) or proximal (CCP)
   StepSize step_size = StepSize::kFrobenius;
@@ -45,8 +48,9 @@ struct CondParams {
   double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
   double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
   bool record_history = false;     // keep the residual of every iteration in CondStats
-  bool body_modes = true;          // correct the rigid motions of SetBodyModes bodies exactly
-                                   // each iteration (two-level W; docs/solver.md "Body modes")
+  bool body_modes = true;          // correct the motions of SetBodyModes patches exactly each
+                                   // iteration (two-level W; docs/solver.md "Body modes")
+  int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
   int rigid_sweeps = 32;           // Gauss-Seidel passes over each rigid group's own contacts per
                                    // iteration (docs/solver.md "Rigid groups"); 0 = the diagonal
                                    // solve with the group's Gamma = d_v
@@ -109,19 +113,30 @@ struct BarycentricNodes {
   Index size() const { return static_cast<Index>(node.size()); }
 };
 
-// body modes (docs/solver.md): deformable bodies whose six rigid motions the solver corrects
-// exactly each iteration (a Galerkin step on Z = [I, -[r]x] per node before the W step). With
-// the diagonal W, these modes move at the rate 2M/t : stiffness, 10^-4 per iteration for a
-// stiff FEM ball at t = 10 ms; corrected, the iteration count no longer grows with stiffness.
-// The fixed point is unchanged. Each solve leaves out the contact nodes (and barycentric
-// virtual nodes with their hosts), so the modes never move a contact node and the diagonal
-// contact step is untouched. A node belongs to at most one body.
+// body modes (docs/solver.md): deformable bodies whose slow motions the solver corrects exactly
+// each iteration (a Galerkin step on Z = [I, -[r]x] per node before the W step). A body is split
+// into patches, each moving rigidly in Z: one patch gives the body's six rigid motions (with the
+// diagonal W these move at the rate 2M/t : stiffness, 10^-4 per iteration for a stiff FEM ball
+// at t = 10 ms); several give piecewise-rigid fields that also reach bending and stretching of
+// thin bodies. The fixed point is unchanged. Each solve leaves out the contact nodes (and
+// barycentric virtual nodes with their hosts), so the modes never move a contact node and the
+// diagonal contact step is untouched; a patch left with fewer than 4 nodes is left out too. A
+// node belongs to at most one patch.
 struct BodyModes {
-  std::vector<Index> ptr{0};  // body k: node[ptr[k] .. ptr[k+1])
+  std::vector<Index> ptr{0};   // patch p: node[ptr[p] .. ptr[p+1])
   std::vector<Index> node;
-  std::vector<Scalar> arm;    // 3 per listed node: position - the body's reference point [m]
+  std::vector<Scalar> arm;     // 3 per listed node: position - the patch's reference point [m]
+  std::vector<Index> body_ptr;  // body k: patches body_ptr[k] .. body_ptr[k+1); empty: one
+                                // patch per body
   Index size() const { return static_cast<Index>(ptr.size()) - 1; }
 };
+
+// patches of the points x (3 per point), at most `target` and at most one per 16 points: the
+// cells of a cubic grid from the points' lower bounding-box corner, with the smallest cell size
+// (bisection, relative 10^-3) that leaves at most that many non-empty cells; a cell with fewer
+// than 8 points joins the nearest larger one. Returns each point's patch (0 .. count-1, in cell
+// order)
+std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target);
 
 class CondSolver {
  public:
@@ -171,6 +186,7 @@ class CondSolver {
   // body modes: the coarse matrices of A (per solve) and the correction of v and r (per iteration)
   void PrepareBodyModes(DeviceBlockMatrix& a);
   void ApplyBodyModes(Array<Scalar>* v);
+  BodyModeView ModeView() const;
 
   Backend* backend_;
   CondParams params_;
@@ -222,10 +238,11 @@ class CondSolver {
   std::vector<Index> rigid_vnodes_host_, bary_vnodes_host_, bary_hosts_host_;
   // body modes
   BodyModes modes_host_;
-  Index num_modes_ = 0;     // bodies in use (0 when off)
+  Index num_modes_ = 0;     // patches in use (0 when off)
   Index listed_modes_ = 0;  // their nodes in this solve (contact nodes left out)
-  Array<Index> bm_ptr_, bm_node_, bm_node_body_, bm_node_slot_;
-  Array<Scalar> bm_arm_, bm_t_, bm_ac_, bm_dv_, v_keep_;
+  Array<Index> bm_ptr_, bm_node_, bm_node_patch_, bm_node_slot_, bm_patch_body_, bm_body_ptr_, bm_c_off_, bm_t_ptr_,
+      bm_t_patch_;
+  Array<Scalar> bm_arm_, bm_t_, bm_ac_, bm_g_, bm_dv_, v_keep_;
 };
 
 }  // namespace condsim

@@ -3,6 +3,7 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -28,6 +29,8 @@ struct World::FemBody {
   Scalar mu = 0.5;
   bool self_contact = true;
   Index part = -1;
+  std::vector<Index> patch;    // body-mode patch of each node (from the first step's positions)
+  Index num_patches = 0;
   bool Adjacent(Index i, Index j) const { return std::binary_search(adj.begin() + adj_ptr[i], adj.begin() + adj_ptr[i + 1], j); }
 };
 
@@ -690,22 +693,40 @@ void World::NodeRigidContacts(Index node, const Vec3& p, const Vec3& vp, Scalar 
   }
 }
 
-BodyModes World::FemBodyModes() const {
-  // each FEM body with its nodes, arms from the mean node position (any reference point spans
-  // the same modes; the mean keeps Z^T A Z well scaled); the solver leaves out contact nodes
+BodyModes World::FemBodyModes() {
+  // each FEM body split into params_.cond.body_mode_patches patches of a grid on its first step's
+  // positions (material patches: they follow the body), arms from each patch's mean node position
+  // (any reference point spans the same modes; the mean keeps Z^T A Z well scaled); the solver
+  // leaves out contact nodes
   BodyModes modes;
+  modes.body_ptr.push_back(0);
   for (std::size_t f = 0; f < fem_.size(); ++f) {
-    const Index first = system_->part_offset(fem_[f]->part), count = fem_[f]->model->num_nodes();
+    FemBody& body = *fem_[f];
+    const Index first = system_->part_offset(body.part), count = body.model->num_nodes();
     const std::vector<Scalar>& x = fem_x_host_[f];
-    Vec3 centre;
-    for (Index i = 0; i < count; ++i) centre += LoadVec3(x.data(), i);
-    centre = centre / Scalar(std::max<Index>(count, 1));
-    for (Index i = 0; i < count; ++i) {
-      modes.node.push_back(first + i);
-      const Vec3 arm = LoadVec3(x.data(), i) - centre;
-      for (int d = 0; d < 3; ++d) modes.arm.push_back(arm[d]);
+    if (body.patch.empty() && count > 0) {
+      body.patch = GridPatches(x, params_.cond.body_mode_patches);
+      body.num_patches = *std::max_element(body.patch.begin(), body.patch.end()) + 1;
     }
-    modes.ptr.push_back(static_cast<Index>(modes.node.size()));
+    // nodes grouped by patch (counting sort keeps node order within a patch)
+    std::vector<Index> start(std::size_t(body.num_patches) + 1, 0);
+    for (Index i = 0; i < count; ++i) ++start[std::size_t(body.patch[i]) + 1];
+    std::partial_sum(start.begin(), start.end(), start.begin());
+    std::vector<Index> order(static_cast<std::size_t>(count));
+    std::vector<Index> fill(start.begin(), start.end() - 1);
+    for (Index i = 0; i < count; ++i) order[std::size_t(fill[std::size_t(body.patch[i])]++)] = i;
+    for (Index p = 0; p < body.num_patches; ++p) {
+      Vec3 centre;
+      for (Index k = start[p]; k < start[p + 1]; ++k) centre += LoadVec3(x.data(), order[k]);
+      centre = centre / Scalar(std::max<Index>(start[p + 1] - start[p], 1));
+      for (Index k = start[p]; k < start[p + 1]; ++k) {
+        modes.node.push_back(first + order[k]);
+        const Vec3 arm = LoadVec3(x.data(), order[k]) - centre;
+        for (int d = 0; d < 3; ++d) modes.arm.push_back(arm[d]);
+      }
+      modes.ptr.push_back(static_cast<Index>(modes.node.size()));
+    }
+    modes.body_ptr.push_back(modes.size());
   }
   return modes;
 }

@@ -146,8 +146,8 @@ class World {
                          VirtualNodeSet* vn);
   void Finalize();
   void Detect(ContactSet* contacts, VirtualNodeSet* vn);
-  // FEM bodies for the solver's exact rigid-mode correction (CondSolver::SetBodyModes)
-  BodyModes FemBodyModes() const;
+  // FEM bodies, in patches, for the solver's exact mode correction (CondSolver::SetBodyModes)
+  BodyModes FemBodyModes();
   // the backend detector (points vs triangles): its scene at Finalize, its contacts each step
   void BuildDetector();
   // rx, rv: the rigid samples' world positions and velocities (3 per sample, bodies in order)
