@@ -87,6 +87,31 @@ Target MakeTarget(BackendChoice choice, SpmvFormat format, int threads) {
   return t;
 }
 
+// reps + 1 solves from v = 0 (the first warms up): the last stats and the medians of the
+// solve's wall time and of its setup part [s]
+struct SolveTiming {
+  CondStats stats;
+  double solve = 0, setup = 0;
+};
+SolveTiming MedianSolve(int reps, Backend& b, CondSolver& solver, DeviceBlockMatrix& a, const Array<Scalar>& rhs, Array<Scalar>* v) {
+  std::vector<double> solve, setup;
+  SolveTiming out;
+  for (int r = 0; r < std::max(reps, 1) + 1; ++r) {
+    b.Fill(0, v);
+    const auto t0 = std::chrono::steady_clock::now();
+    out.stats = solver.Solve(a, rhs, v);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r == 0) continue;
+    solve.push_back(dt);
+    setup.push_back(out.stats.setup_seconds);
+  }
+  std::sort(solve.begin(), solve.end());
+  std::sort(setup.begin(), setup.end());
+  out.solve = solve[solve.size() / 2];
+  out.setup = setup[setup.size() / 2];
+  return out;
+}
+
 // `bench solver`: COND on mass-spring grids lying on a plane (every node in contact), from
 // min to max DOFs by factors of 10: iterations, time per solve and per iteration, and the
 // iteration's cost in units of one SpMV of the same matrix (the solver's roofline)
@@ -113,17 +138,9 @@ int BenchSolver(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
       params.max_iterations = 10000;
       CondSolver solver(&b, params);
       solver.SetContacts(sys.contacts);
-      std::vector<double> times;
-      CondStats st;
-      for (int r = 0; r < std::max(reps, 1) + 1; ++r) {
-        b.Fill(0, &v);
-        const auto t0 = std::chrono::steady_clock::now();
-        st = solver.Solve(*a, rhs, &v);
-        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (r > 0) times.push_back(dt);  // the first solve warms up
-      }
-      std::sort(times.begin(), times.end());
-      const double solve = times[times.size() / 2];
+      const SolveTiming timing = MedianSolve(reps, b, solver, *a, rhs, &v);
+      const CondStats& st = timing.stats;
+      const double solve = timing.solve;
       const double spmv = MedianSeconds(std::max(reps, 5), b, [&] { a->Multiply(1, v, 0, &y); });
       std::printf("%-26s %10d %9d %6d %11.3f %11.4f %9.4f %8.1f\n", target.name.c_str(), n, sys.contacts.size(),
                   st.iterations, solve * 1e3, solve / st.iterations * 1e3, spmv * 1e3,
@@ -150,6 +167,55 @@ int BenchFem(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, I
       const double t = MedianSeconds(reps, b, [&] { fem.Assemble(x, v, 0.01, Vec3(0, 0, -9.81), nullptr, a.get(), &rhs); });
       std::printf("%-26s %10d %10d %12.3f %12.1f\n", target.name.c_str(), mesh.num_tets(), mesh.num_nodes(), t * 1e3,
                   t / mesh.num_tets() * 1e9);
+    }
+  }
+  return 0;
+}
+
+// `bench modes`: COND on a soft FEM plate (the soft mat's 30 : 10 : 0.8 shape, E 75 kPa, nu 0.35,
+// 1100 kg/m^3, two cells through the thickness) clamped at one short edge and released under
+// gravity, t = 10 ms, theta_th 1e-6, for body-mode patch counts 1 (the whole plate's rigid
+// motions), 8, 32 and 64: iterations, per-solve setup (incl. the patches' dense inverse) and
+// solve time, time per iteration. Plates of about min..max nodes (factors of 10)
+int BenchModes(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, Index min_nodes, Index max_nodes, int reps,
+               int threads) {
+  std::printf("%-26s %8s %8s %7s %10s %10s %10s\n", "backend", "nodes", "patches", "iters", "setup_ms", "solve_ms", "iter_ms");
+  for (Index nodes = min_nodes; nodes <= max_nodes; nodes = nodes > max_nodes / 10 ? max_nodes + 1 : nodes * 10) {
+    // nx = 3 ny cells in the plane, 2 through the thickness: 3 (nx + 1)(ny + 1) nodes
+    const Index ny = std::max<Index>(2, Index(std::sqrt(double(nodes) / 9.0)));
+    const TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.3, 0.1, 0.008), 3 * ny, ny, 2);
+    std::vector<Index> clamped;
+    for (Index i = 0; i < mesh.num_nodes(); ++i)
+      if (mesh.Node(i)[0] < 1e-9) clamped.push_back(i);
+    FemMaterial material;
+    material.young = 75e3;
+    material.poisson = 0.35;
+    material.density = 1100;
+    for (const auto& [choice, format] : configs) {
+      const Target target = MakeTarget(choice, format, threads);
+      Backend& b = *target.backend;
+      FemModel fem(&b, mesh, material, "bench plate");
+      fem.SetPrescribedNodes(clamped);
+      fem.SetPrescribedVelocities(std::vector<Scalar>(3 * clamped.size(), 0));
+      auto a = b.CreateMatrix(fem.pattern());
+      Array<Scalar> x(&b, mesh.x), v(&b, std::vector<Scalar>(mesh.x.size(), 0)), rhs(&b, Index(mesh.x.size()));
+      fem.Assemble(x, v, 0.01, Vec3(0, 0, -9.81), nullptr, a.get(), &rhs);
+      for (Index patches : {1, 8, 32, 64}) {
+        CondParams params;
+        params.theta_threshold = 1e-6;
+        params.max_iterations = 100000;
+        params.body_mode_patches = int(patches);
+        CondSolver solver(&b, params);
+        BodyModes modes;
+        AppendBodyPatches(GridPatches(mesh.x, patches), mesh.x, 0, &modes);
+        solver.SetBodyModes(modes);
+        solver.SetContacts(ContactSet());
+        const SolveTiming timing = MedianSolve(reps, b, solver, *a, rhs, &v);
+        const CondStats& st = timing.stats;
+        const double t_setup = timing.setup, t_solve = timing.solve;
+        std::printf("%-26s %8d %8d %7d %10.3f %10.3f %10.4f\n", target.name.c_str(), mesh.num_nodes(), modes.size(), st.iterations,
+                    t_setup * 1e3, t_solve * 1e3, (t_solve - t_setup) / std::max(st.iterations, 1) * 1e3);
+      }
     }
   }
   return 0;
@@ -225,12 +291,14 @@ int RunBench(const std::vector<std::string>& argv) {
                    "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes [--backend cpu|cuda|all] [--min-rows 1e4]\n"
                  "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--min-tets 1e4]\n"
                  "       [--max-tets 1e6] [--min-nodes 1e4] [--max-nodes 1e6] [--reps 20] [--threads N] [--seed S]\n"
                  "detect: point-vs-triangle contact detection on random crowded box surfaces, time per\n"
                  "Detect() and per vertex.\n"
                  "fem: co-rotational FEM assembly per step on box meshes, time per assembly and per element.\n"
+                 "modes: COND on a soft FEM plate clamped at one edge for body-mode patch counts 1, 8, 32, 64\n"
+                 "(plates of --min-nodes 1e3 .. --max-nodes 1e4): iterations, setup, solve and iteration times.\n"
                  "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
                  "(--max-cables N caps the batch).\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
@@ -241,8 +309,9 @@ int RunBench(const std::vector<std::string>& argv) {
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
-  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod" && what != "detect") {
-    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect)");
+  if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod" && what != "detect" &&
+      what != "modes") {
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect, modes)");
   }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
@@ -273,6 +342,10 @@ int RunBench(const std::vector<std::string>& argv) {
   if (what == "detect") {
     return BenchDetect(configs, Index(args.GetInt("--min-nodes", 10000, 100, 100000000)),
                        Index(args.GetInt("--max-nodes", 1000000, 100, 100000000)), reps, threads, rng);
+  }
+  if (what == "modes") {
+    return BenchModes(configs, Index(args.GetInt("--min-nodes", 1000, 50, 100000000)),
+                      Index(args.GetInt("--max-nodes", 10000, 50, 100000000)), reps, threads);
   }
   if (what == "rod") return BenchRod(configs, reps, threads, Index(args.GetInt("--max-cables", 4096, 1, 1000000)));
   if (what == "fem") {

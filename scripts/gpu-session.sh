@@ -67,7 +67,7 @@ else
 fi
 
 if [ $bench -eq 1 ]; then
-  for b in spmv vector detect fem solver; do
+  for b in spmv vector detect fem solver modes; do
     timeout 300 "$bin" bench "$b" --backend all > "$out/bench-$b.txt" 2>&1
     echo "bench $b rc=$?"
   done

@@ -34,24 +34,8 @@ constexpr Scalar kDt = 0.01;
 
 // one body: the mesh's nodes in GridPatches patches, arms from each patch's mean position
 BodyModes PatchModes(const TetMesh& mesh, Index patches) {
-  const std::vector<Index> patch = GridPatches(mesh.x, patches);
-  const Index count = *std::max_element(patch.begin(), patch.end()) + 1;
   BodyModes m;
-  for (Index p = 0; p < count; ++p) {
-    Vec3 c;
-    Index n = 0;
-    for (Index i = 0; i < mesh.num_nodes(); ++i)
-      if (patch[i] == p) c += mesh.Node(i), ++n;
-    c = c / Scalar(n);
-    for (Index i = 0; i < mesh.num_nodes(); ++i) {
-      if (patch[i] != p) continue;
-      m.node.push_back(i);
-      const Vec3 r = mesh.Node(i) - c;
-      for (int d = 0; d < 3; ++d) m.arm.push_back(r[d]);
-    }
-    m.ptr.push_back(static_cast<Index>(m.node.size()));
-  }
-  m.body_ptr = {0, count};
+  AppendBodyPatches(GridPatches(mesh.x, patches), mesh.x, 0, &m);
   return m;
 }
 

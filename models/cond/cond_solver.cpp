@@ -302,6 +302,35 @@ std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target) {
   return patch;
 }
 
+void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes) {
+  CONDSIM_CHECK(x.size() == 3 * patch.size(), "AppendBodyPatches: " << x.size() << " coordinates for " << patch.size() << " nodes");
+  if (modes->body_ptr.empty()) modes->body_ptr.push_back(modes->size());
+  const Index count = static_cast<Index>(patch.size());
+  const Index num_patches = count == 0 ? 0 : *std::max_element(patch.begin(), patch.end()) + 1;
+  // nodes grouped by patch (counting sort keeps node order within a patch)
+  std::vector<Index> start(std::size_t(num_patches) + 1, 0);
+  for (Index p : patch) {
+    CONDSIM_CHECK(p >= 0, "AppendBodyPatches: negative patch " << p);
+    ++start[std::size_t(p) + 1];
+  }
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<Index> order(static_cast<std::size_t>(count));
+  std::vector<Index> fill(start.begin(), start.end() - 1);
+  for (Index i = 0; i < count; ++i) order[std::size_t(fill[std::size_t(patch[i])]++)] = i;
+  for (Index p = 0; p < num_patches; ++p) {
+    Vec3 centre;
+    for (Index k = start[p]; k < start[p + 1]; ++k) centre += LoadVec3(x.data(), order[k]);
+    centre = centre / Scalar(std::max<Index>(start[p + 1] - start[p], 1));
+    for (Index k = start[p]; k < start[p + 1]; ++k) {
+      modes->node.push_back(first + order[k]);
+      const Vec3 arm = LoadVec3(x.data(), order[k]) - centre;
+      for (int d = 0; d < 3; ++d) modes->arm.push_back(arm[d]);
+    }
+    modes->ptr.push_back(static_cast<Index>(modes->node.size()));
+  }
+  modes->body_ptr.push_back(modes->size());
+}
+
 void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
   num_modes_ = 0;

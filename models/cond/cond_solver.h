@@ -137,6 +137,10 @@ struct BodyModes {
 // than 8 points joins the nearest larger one. Returns each point's patch (0 .. count-1, in cell
 // order)
 std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target);
+// appends one body to `modes`: its nodes first + i grouped by patch[i] (0 .. max), arms from
+// each patch's mean position in x (3 per node), and closes the body in body_ptr (started as
+// {0} when empty)
+void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes);
 
 class CondSolver {
  public:

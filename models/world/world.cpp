@@ -30,7 +30,6 @@ struct World::FemBody {
   bool self_contact = true;
   Index part = -1;
   std::vector<Index> patch;    // body-mode patch of each node (from the first step's positions)
-  Index num_patches = 0;
   bool Adjacent(Index i, Index j) const { return std::binary_search(adj.begin() + adj_ptr[i], adj.begin() + adj_ptr[i + 1], j); }
 };
 
@@ -699,34 +698,11 @@ BodyModes World::FemBodyModes() {
   // (any reference point spans the same modes; the mean keeps Z^T A Z well scaled); the solver
   // leaves out contact nodes
   BodyModes modes;
-  modes.body_ptr.push_back(0);
   for (std::size_t f = 0; f < fem_.size(); ++f) {
     FemBody& body = *fem_[f];
-    const Index first = system_->part_offset(body.part), count = body.model->num_nodes();
     const std::vector<Scalar>& x = fem_x_host_[f];
-    if (body.patch.empty() && count > 0) {
-      body.patch = GridPatches(x, params_.cond.body_mode_patches);
-      body.num_patches = *std::max_element(body.patch.begin(), body.patch.end()) + 1;
-    }
-    // nodes grouped by patch (counting sort keeps node order within a patch)
-    std::vector<Index> start(std::size_t(body.num_patches) + 1, 0);
-    for (Index i = 0; i < count; ++i) ++start[std::size_t(body.patch[i]) + 1];
-    std::partial_sum(start.begin(), start.end(), start.begin());
-    std::vector<Index> order(static_cast<std::size_t>(count));
-    std::vector<Index> fill(start.begin(), start.end() - 1);
-    for (Index i = 0; i < count; ++i) order[std::size_t(fill[std::size_t(body.patch[i])]++)] = i;
-    for (Index p = 0; p < body.num_patches; ++p) {
-      Vec3 centre;
-      for (Index k = start[p]; k < start[p + 1]; ++k) centre += LoadVec3(x.data(), order[k]);
-      centre = centre / Scalar(std::max<Index>(start[p + 1] - start[p], 1));
-      for (Index k = start[p]; k < start[p + 1]; ++k) {
-        modes.node.push_back(first + order[k]);
-        const Vec3 arm = LoadVec3(x.data(), order[k]) - centre;
-        for (int d = 0; d < 3; ++d) modes.arm.push_back(arm[d]);
-      }
-      modes.ptr.push_back(static_cast<Index>(modes.node.size()));
-    }
-    modes.body_ptr.push_back(modes.size());
+    if (body.patch.size() != x.size() / 3) body.patch = GridPatches(x, params_.cond.body_mode_patches);
+    AppendBodyPatches(body.patch, x, system_->part_offset(body.part), &modes);
   }
   return modes;
 }
