@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -399,6 +400,9 @@ void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
   for (Index body = 0; body < bodies; ++body) {
     const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
+    CONDSIM_CHECK(std::int64_t(c_off.back()) + std::int64_t(ld) * ld < std::numeric_limits<Index>::max(),
+                  "COND: the body modes' coarse matrices exceed " << std::numeric_limits<Index>::max()
+                                                                 << " entries; lower body_mode_patches");
     c_off.push_back(c_off.back() + ld * ld);
   }
   bm_ptr_ = Array<Index>(backend_, used.ptr);
