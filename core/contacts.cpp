@@ -56,12 +56,9 @@ Mat3 ContactFrame(const Vec3& normal) {
   CONDSIM_CHECK(std::isfinite(normal[0]) && std::isfinite(normal[1]) && std::isfinite(normal[2]) && Norm(normal) > 0,
                 "contact normal (" << normal[0] << ", " << normal[1] << ", " << normal[2]
                                    << ") is zero or not finite (degenerate contact geometry)");
-  const Vec3 n = Normalized(normal);
-  // first tangent: the axis least aligned with n, orthogonalized
-  const Vec3 axis = std::fabs(n[0]) < 0.9 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-  const Vec3 t1 = Normalized(axis - Dot(axis, n) * n);
-  const Vec3 t2 = Cross(n, t1);
-  return Mat3::FromRows(n, t1, t2);
+  // rows (n, t1, t2): the frame around n, its z axis first
+  const Mat3 f = Transpose(FrameAround(Normalized(normal)));
+  return Mat3::FromRows(f.Row(2), f.Row(0), f.Row(1));
 }
 
 ContactColoring ColorContacts(const ContactSet& contacts, Index num_nodes) {

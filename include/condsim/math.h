@@ -132,6 +132,13 @@ CONDSIM_HD_INLINE Mat3 Outer(const Vec3& a, const Vec3& b) {
   return Mat3(a[0] * b[0], a[0] * b[1], a[0] * b[2], a[1] * b[0], a[1] * b[1], a[1] * b[2],
               a[2] * b[0], a[2] * b[1], a[2] * b[2]);
 }
+// a right-handed frame (columns x, y, z) whose z axis is the unit vector z; x is the world axis
+// least aligned with z (1, 0, 0 unless |z_x| >= 0.9, then 0, 1, 0), orthogonalized
+CONDSIM_HD_INLINE Mat3 FrameAround(const Vec3& z) {
+  const Vec3 axis = std::fabs(z[0]) < Scalar(0.9) ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+  const Vec3 x = Normalized(axis - Dot(axis, z) * z);
+  return Mat3::FromColumns(x, Cross(z, x), z);
+}
 // [a]x, the matrix with [a]x b = a x b
 CONDSIM_HD_INLINE Mat3 Skew(const Vec3& a) { return Mat3(0, -a[2], a[1], a[2], 0, -a[0], -a[1], a[0], 0); }
 // inverse by the adjugate; the caller guarantees det != 0

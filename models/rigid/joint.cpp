@@ -11,13 +11,6 @@ namespace {
 
 bool Finite(const Vec3& a) { return std::isfinite(a[0]) && std::isfinite(a[1]) && std::isfinite(a[2]); }
 
-// a frame whose z axis is the unit vector a
-Mat3 FrameFromAxis(const Vec3& a) {
-  const Vec3 helper = std::fabs(a[0]) < Scalar(0.9) ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-  const Vec3 x = Normalized(helper - Dot(helper, a) * a);
-  return Mat3::FromColumns(x, Cross(a, x), a);
-}
-
 struct Anchors {
   Vec3 r_i, r_j;      // anchor - centre of mass
   Vec3 pi, pj;        // world anchors
@@ -55,7 +48,7 @@ JointState BindJoint(const Joint& joint, const JointBodyPose& bi, const JointBod
   s.k_lin = joint.k_lin;
   s.k_ang = joint.k_ang;
   s.damping = joint.damping;
-  const Mat3 frame = FrameFromAxis(Normalized(joint.axis));
+  const Mat3 frame = FrameAround(Normalized(joint.axis));
   // body-frame anchors and joint frames: R^T (p - x), R^T F
   s.p_i = Transpose(bi.r) * (joint.anchor - bi.x);
   s.p_j = Transpose(bj.r) * (joint.anchor - bj.x);

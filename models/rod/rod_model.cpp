@@ -11,14 +11,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// a frame whose z axis is t (x chosen least aligned with t)
-Mat3 FrameAlong(const Vec3& t) {
-  const Vec3 z = Normalized(t);
-  const Vec3 axis = std::fabs(z[0]) < 0.9 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-  const Vec3 x = Normalized(axis - Dot(axis, z) * z);
-  return Mat3::FromColumns(x, Cross(z, x), z);
-}
-
 // the smallest rotation taking unit vector a to unit vector b
 Mat3 MinimalRotation(const Vec3& a, const Vec3& b) {
   const Vec3 axis = Cross(a, b);
@@ -45,7 +37,7 @@ RodGeometry MakeStraightRod(const Vec3& start, const Vec3& direction, double len
   RodGeometry g;
   g.segment_length = length / segments;
   const Vec3 d = Normalized(direction);
-  const Quat frame = FromMatrix(FrameAlong(d));
+  const Quat frame = FromMatrix(FrameAround(Normalized(d)));
   for (Index s = 0; s < segments; ++s) {
     g.centers.push_back(start + (g.segment_length * (s + 0.5)) * d);
     g.frames.push_back(frame);
@@ -72,7 +64,7 @@ RodGeometry MakePolylineRod(const std::vector<Vec3>& points, Index segments) {
   g.segment_length = arc.back() / segments;
   std::vector<Vec3> joints;
   for (Index k = 0; k <= segments; ++k) joints.push_back(at(arc.back() * k / segments));
-  Mat3 frame = FrameAlong(joints[1] - joints[0]);
+  Mat3 frame = FrameAround(Normalized(joints[1] - joints[0]));
   Vec3 prev = Normalized(joints[1] - joints[0]);
   for (Index s = 0; s < segments; ++s) {
     const Vec3 t = Normalized(joints[s + 1] - joints[s]);
