@@ -177,14 +177,8 @@ int RunSceneFile(const Args& args) {
     summary["frames"] = recorder->num_frames();
   }
   // written under a temporary name, renamed when complete
-  const std::string file = out_dir + "/summary.json", tmp = file + ".part";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw Error("run: cannot write " + tmp);
-    out << summary.dump(2) << "\n";
-    if (!out) throw Error("run: cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, file);
+  const std::string file = out_dir + "/summary.json";
+  WriteTextAtomically(file, summary.dump(2) + "\n");
   if (!quiet) {
     std::printf("%-22s %s\n", "scene", scene.name.c_str());
     std::printf("%-22s %lld (%.3f s simulated)\n", "steps", done, double(done) * dt);

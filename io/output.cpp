@@ -140,6 +140,17 @@ void WriteStringAttr(hid_t loc, const std::string& name, const std::string& valu
 }  // namespace
 #endif
 
+void WriteTextAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".part";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw Error(path + ": cannot write " + tmp);
+    out << text;
+    if (!out) throw Error(path + ": cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 void Recorder::Write(const std::string& path) const {
 #if CONDSIM_HAVE_HDF5
   const std::string tmp = path + ".part";
@@ -240,13 +251,8 @@ void Recorder::Write(const std::string& path) const {
   x << "</Grid>\n</Domain>\n</Xdmf>\n";
   std::filesystem::path xmf(path);
   xmf.replace_extension(".xmf");
-  {
-    std::ofstream out(xmf.string() + ".part");
-    out << x.str();
-    if (!out) throw Error(xmf.string() + ": cannot write the XDMF sidecar");
-  }
   std::filesystem::rename(tmp, path);
-  std::filesystem::rename(xmf.string() + ".part", xmf);
+  WriteTextAtomically(xmf.string(), x.str());
 #else
   (void)path;
   throw Error("output: condsim was built without HDF5 (install libhdf5-dev and reconfigure); summary.json is still written");

@@ -14,6 +14,9 @@ namespace condsim {
 
 // true when condsim was built with HDF5
 bool HaveHdf5();
+// writes text to path through path + ".part", renamed when complete (an interrupted write
+// never leaves a file that looks finished); throws condsim::Error naming the file
+void WriteTextAtomically(const std::string& path, const std::string& text);
 
 class Recorder {
  public:
