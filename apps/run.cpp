@@ -20,6 +20,7 @@
 #include <string>
 
 #include "apps/args.h"
+#include "condsim/build_commit.h"
 #include "condsim/build_info.h"
 #include "io/output.h"
 #include "io/scene.h"

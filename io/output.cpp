@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "condsim/build_commit.h"
 #include "condsim/build_info.h"
 #include "condsim/error.h"
 #include "models/fem/tet_mesh.h"

@@ -255,7 +255,7 @@ SceneRigid ParseRigid(const Value& v, const std::string& dir, std::size_t index)
       // a closed surface in world coordinates at its initial pose
       const Value f = v.At("file");
       const SurfaceMesh m = Checked(f, [&] { return ReadSurface(Join(dir, f.String())); });
-      r.body = Checked(f, [&] { return MakeRigidMesh(m.x, m.triangles, mass, f.String()); });
+      r.body = Checked(f, [&] { return MakeRigidMesh(std::vector<Scalar>(m.x.begin(), m.x.end()), m.triangles, mass, f.String()); });
       if (v.Has("position") || v.Has("rotation") || v.Has("quaternion"))
         v.Fail("a mesh body is placed by its file's coordinates (no position or rotation)");
       break;

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
+
 
 #include "condsim/core.h"
 #include "condsim/math.h"
@@ -13,7 +15,9 @@
 namespace condsim {
 
 struct Aabb {
-  Vec3 lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
+  static constexpr Scalar kHuge = std::numeric_limits<Scalar>::max();
+  // empty: lo above hi (the largest finite Scalar, so float builds work too)
+  Vec3 lo{kHuge, kHuge, kHuge}, hi{-kHuge, -kHuge, -kHuge};
   void Grow(const Vec3& p) {
     for (int d = 0; d < 3; ++d) {
       lo[d] = p[d] < lo[d] ? p[d] : lo[d];

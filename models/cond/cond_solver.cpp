@@ -430,25 +430,27 @@ void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   std::vector<Scalar> ac = bm_ac_.ToHost();
   for (Index body = 0; body < bodies; ++body) {
     const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
+    using MatX = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+    using VecX = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
     Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(ac.data() + c_off[body], ld, ld);
-    const Eigen::MatrixXd sym = 0.5 * (m + m.transpose());
-    const Eigen::VectorXd d = sym.diagonal();
+    const MatX sym = Scalar(0.5) * (m + m.transpose());
+    const VecX d = sym.diagonal();
     if (!sym.allFinite() || (d.array() <= 0).any()) {
       m.setZero();
       continue;
     }
     // S = D^-1/2 A_c D^-1/2 (unit diagonal) + 1e-10 I: a patch's degenerate direction (e.g. the
     // rotation about the line of collinear nodes) gets a bounded, negligible correction
-    const Eigen::VectorXd s = d.array().rsqrt();
-    Eigen::MatrixXd scaled = s.asDiagonal() * sym * s.asDiagonal();
-    scaled.diagonal().array() += kPatchRegularization;
-    const Eigen::LLT<Eigen::MatrixXd> llt(scaled);
+    const VecX s = d.array().rsqrt();
+    MatX scaled = s.asDiagonal() * sym * s.asDiagonal();
+    scaled.diagonal().array() += Scalar(kPatchRegularization);
+    const Eigen::LLT<MatX> llt(scaled);
     if (llt.info() != Eigen::Success) {
       m.setZero();
       continue;
     }
     // A_c^-1 = D^-1/2 L^-T L^-1 D^-1/2
-    Eigen::MatrixXd l_inv = Eigen::MatrixXd::Identity(ld, ld);
+    MatX l_inv = MatX::Identity(ld, ld);
     llt.matrixL().solveInPlace(l_inv);
     m = s.asDiagonal() * (l_inv.transpose() * l_inv) * s.asDiagonal();
     if (!m.allFinite()) m.setZero();

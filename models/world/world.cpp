@@ -861,7 +861,8 @@ StepStats World::Step() {
       groups.body_ptr.push_back(static_cast<Index>(groups.trans.size()));
       const Index dim = 6 * static_cast<Index>(group.size());
       const std::vector<Scalar> dense = rigid_.GroupMatrix(values, group);
-      const Eigen::MatrixXd inv = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(dense.data(), dim, dim).inverse();
+      const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic> inv =
+          Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(dense.data(), dim, dim).inverse();
       for (Index r = 0; r < dim; ++r)
         for (Index c = 0; c < dim; ++c) groups.ao_inv.push_back(inv(r, c));
     }
@@ -1038,7 +1039,7 @@ void World::ApplyInelastic(const ContactSet& contacts, const std::vector<Scalar>
     Index i = 0;
     for (Index b : group)
       for (const auto& row : rows[b]) {
-        c.block(i, column(b), 1, 6) = row.first;
+        c.block(i, column(b), 1, 6) = row.first.template cast<double>();
         d[i++] = row.second;
       }
     for (std::size_t r = 0; r < jrows.size(); ++r, ++i) {
