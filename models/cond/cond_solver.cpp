@@ -305,7 +305,7 @@ std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target) {
 
 void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes) {
   CONDSIM_CHECK(x.size() == 3 * patch.size(), "AppendBodyPatches: " << x.size() << " coordinates for " << patch.size() << " nodes");
-  if (modes->body_ptr.empty()) modes->body_ptr.push_back(modes->size());
+  if (modes->body_ptr.empty()) modes->body_ptr.push_back(0);
   const Index count = static_cast<Index>(patch.size());
   const Index num_patches = count == 0 ? 0 : *std::max_element(patch.begin(), patch.end()) + 1;
   // nodes grouped by patch (counting sort keeps node order within a patch)

@@ -3,7 +3,6 @@
 
 #include <Eigen/Dense>
 #include <algorithm>
-#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <limits>
