@@ -204,7 +204,6 @@ int BenchModes(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
         CondParams params;
         params.theta_threshold = 1e-6;
         params.max_iterations = 100000;
-        params.body_mode_patches = int(patches);
         CondSolver solver(&b, params);
         BodyModes modes;
         AppendBodyPatches(GridPatches(mesh.x, patches), mesh.x, 0, &modes);

@@ -8,7 +8,6 @@
 #include <limits>
 #include <vector>
 
-
 #include "condsim/core.h"
 #include "condsim/math.h"
 
