@@ -338,14 +338,10 @@ void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   if (!params_.body_modes || params_.step_size != StepSize::kFrobenius || modes_host_.size() == 0) return;
   // the patches less their contact nodes (and the hosts of barycentric nodes in contact): the
   // modes then never move a contact node, so the contact step (Alg. 2) is unchanged
-  std::vector<unsigned char> excluded(std::size_t(nodes_), 0);
-  for (Index m = 0; m < contacts_host_.size(); ++m) {
-    excluded[contacts_host_.node_i[m]] = 1;
-    if (contacts_host_.node_j[m] >= 0) excluded[contacts_host_.node_j[m]] = 1;
-  }
-  for (const auto* list : {&bary_vnodes_host_, &bary_hosts_host_})
-    for (Index k : *list) excluded[k] = 1;
-  for (Index k : rigid_vnodes_host_) excluded[k] = 1;
+  std::vector<unsigned char> excluded = in_contact_host_;  // contact nodes and barycentric hosts (Prepare)
+  for (const auto* list : {&bary_vnodes_host_, &rigid_vnodes_host_})
+    for (Index k : *list)
+      if (k < nodes_) excluded[k] = 1;
   const Index num_bodies = modes_host_.body_ptr.empty() ? modes_host_.size() : Index(modes_host_.body_ptr.size()) - 1;
   BodyModes used;
   used.body_ptr.push_back(0);
@@ -614,6 +610,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
       bh_load_ = Array<Scalar>(backend_, load);
     }
     in_contact_ = Array<unsigned char>(backend_, contact);
+    in_contact_host_ = std::move(contact);
     BuildOwnContacts();
     groups_dirty_ = false;
   }

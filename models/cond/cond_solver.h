@@ -221,6 +221,7 @@ class CondSolver {
   Array<Index> chain_ptr_, chain_nodes_, band_block_, factor_offset_;
   Array<Scalar> factor_, d_;
   Array<unsigned char> chain_ok_, in_contact_;
+  std::vector<unsigned char> in_contact_host_;  // contact nodes and barycentric hosts
   // rigid groups
   Index num_rigid_ = 0, rg_max_node_ = -1;
   Array<Index> rg_trans_, rg_rot_, rg_ptr_, rg_node_;
