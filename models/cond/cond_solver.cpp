@@ -109,48 +109,15 @@ void CondSolver::SetRigidGroups(const RigidGroups& g) {
     inv_off.push_back(inv_off.back() + 36 * size * size);
   }
   CONDSIM_CHECK(g.ao_inv.size() == std::size_t(inv_off.back()), "SetRigidGroups: ao_inv needs (6 n_g)^2 values per group");
-  // d_v: largest absolute row sum of the group's J A_o^-1 J^T + I / kv
-  std::vector<Scalar> d(g.node.size(), 0);
+  for (Scalar kv : g.kv) CONDSIM_CHECK(std::isfinite(kv) && kv > 0, "SetRigidGroups: kv must be > 0");
   rg_slot_body_host_.assign(g.node.size(), 0);
   rg_slot_group_host_.assign(g.node.size(), 0);
-  auto jac = [&](Index e) {  // 3x6 J = [I, -[r]x]
-    const Mat3 sk = Scalar(-1) * Skew(LoadVec3(g.arm.data(), e));
-    std::array<Scalar, 18> j{};
-    for (int r = 0; r < 3; ++r) {
-      j[6 * r + r] = 1;
-      for (int c = 0; c < 3; ++c) j[6 * r + 3 + c] = sk(r, c);
-    }
-    return j;
-  };
-  for (Index k = 0; k < n; ++k) {
-    const Scalar* m = g.ao_inv.data() + inv_off[k];
-    const Index first = g.body_ptr[k], size = g.body_ptr[k + 1] - first, dim = 6 * size;
-    for (Index ba = first; ba < first + size; ++ba)
+  for (Index k = 0; k < n; ++k)
+    for (Index ba = g.body_ptr[k]; ba < g.body_ptr[k + 1]; ++ba)
       for (Index a = g.ptr[ba]; a < g.ptr[ba + 1]; ++a) {
-        CONDSIM_CHECK(std::isfinite(g.kv[a]) && g.kv[a] > 0, "SetRigidGroups: kv must be > 0");
-        const auto ja = jac(a);
-        Scalar rows[3] = {1 / g.kv[a], 1 / g.kv[a], 1 / g.kv[a]};
-        for (Index bb = first; bb < first + size; ++bb) {
-          // J_a A_o^-1 restricted to body bb's columns
-          Scalar ja_m[18] = {};
-          for (int r = 0; r < 3; ++r)
-            for (int c = 0; c < 6; ++c)
-              for (int q = 0; q < 6; ++q) ja_m[6 * r + c] += ja[6 * r + q] * m[(6 * (ba - first) + q) * dim + 6 * (bb - first) + c];
-          for (Index e = g.ptr[bb]; e < g.ptr[bb + 1]; ++e) {
-            const auto jb = jac(e);
-            for (int r = 0; r < 3; ++r)
-              for (int c = 0; c < 3; ++c) {
-                Scalar gv = 0;
-                for (int q = 0; q < 6; ++q) gv += ja_m[6 * r + q] * jb[6 * c + q];
-                rows[r] += std::fabs(gv);
-              }
-          }
-        }
-        d[a] = std::max(rows[0], std::max(rows[1], rows[2]));
-        rg_slot_body_host_[a] = ba - first;
+        rg_slot_body_host_[a] = ba - g.body_ptr[k];
         rg_slot_group_host_[a] = k;
       }
-  }
   num_rigid_ = n;
   rg_max_node_ = -1;
   for (const auto* list : {&g.trans, &g.rot, &g.node})
@@ -164,7 +131,9 @@ void CondSolver::SetRigidGroups(const RigidGroups& g) {
   rg_ao_inv_ = Array<Scalar>(backend_, g.ao_inv);
   rg_arm_ = Array<Scalar>(backend_, g.arm);
   rg_kv_ = Array<Scalar>(backend_, g.kv);
-  rg_d_ = Array<Scalar>(backend_, d);
+  rg_d_ = Array<Scalar>(backend_, g.node.size());  // d_v: BuildOwnContacts, once the swept contacts are known
+  rg_host_ = g;
+  rg_inv_off_host_ = inv_off;
   rigid_vnodes_host_ = g.node;
   groups_dirty_ = true;
 }
@@ -639,6 +608,53 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
   }
 }
 
+void CondSolver::RigidGammaBounds(const std::vector<unsigned char>& swept) {
+  // d_v: the largest absolute row sum of J A_o^-1 J^T + I / kv over the virtual nodes solved
+  // together with v. A node whose contacts the diagonal solve takes (a Jacobi step, all at once)
+  // sums over the group's other such nodes only: the swept nodes' impulses stay fixed during
+  // the diagonal solve, and the sweep answers them exactly afterwards. A swept node keeps the
+  // sum over the whole group (with only its own block the sweeps stalled on the soft gripper).
+  const RigidGroups& g = rg_host_;
+  auto jac = [&](Index e) {  // 3x6 J = [I, -[r]x]
+    const Mat3 sk = Scalar(-1) * Skew(LoadVec3(g.arm.data(), e));
+    std::array<Scalar, 18> j{};
+    for (int r = 0; r < 3; ++r) {
+      j[6 * r + r] = 1;
+      for (int c = 0; c < 3; ++c) j[6 * r + 3 + c] = sk(r, c);
+    }
+    return j;
+  };
+  std::vector<Scalar> d(g.node.size(), 0);
+  for (Index k = 0; k < num_rigid_; ++k) {
+    const Scalar* m = g.ao_inv.data() + rg_inv_off_host_[k];
+    const Index first = g.body_ptr[k], size = g.body_ptr[k + 1] - first, dim = 6 * size;
+    for (Index ba = first; ba < first + size; ++ba)
+      for (Index a = g.ptr[ba]; a < g.ptr[ba + 1]; ++a) {
+        const auto ja = jac(a);
+        Scalar rows[3] = {1 / g.kv[a], 1 / g.kv[a], 1 / g.kv[a]};
+        for (Index bb = first; bb < first + size; ++bb) {
+          // J_a A_o^-1 restricted to body bb's columns
+          Scalar ja_m[18] = {};
+          for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 6; ++c)
+              for (int q = 0; q < 6; ++q) ja_m[6 * r + c] += ja[6 * r + q] * m[(6 * (ba - first) + q) * dim + 6 * (bb - first) + c];
+          for (Index e = g.ptr[bb]; e < g.ptr[bb + 1]; ++e) {
+            if (!swept[a] && swept[e]) continue;
+            const auto jb = jac(e);
+            for (int r = 0; r < 3; ++r)
+              for (int c = 0; c < 3; ++c) {
+                Scalar gv = 0;
+                for (int q = 0; q < 6; ++q) gv += ja_m[6 * r + q] * jb[6 * c + q];
+                rows[r] += std::fabs(gv);
+              }
+          }
+        }
+        d[a] = std::max(rows[0], std::max(rows[1], rows[2]));
+      }
+  }
+  rg_d_.CopyFromHost(d);
+}
+
 void CondSolver::BuildOwnContacts() {
   const Index nc = contacts_host_.size();
   std::vector<unsigned char> own(std::size_t(nc), 0);
@@ -689,6 +705,10 @@ void CondSolver::BuildOwnContacts() {
       lists[grp].clear();
     }
   }
+  std::vector<unsigned char> swept(rigid_vnodes_host_.size(), 0);
+  for (const auto& list : lists)
+    for (const auto& entry : list) swept[std::size_t(entry.second)] = 1;
+  if (num_rigid_ > 0) RigidGammaBounds(swept);
   std::vector<Index> ptr{0}, contact, slot, body;
   for (const auto& list : lists) {
     for (const auto& [m, e] : list) {

@@ -185,6 +185,8 @@ class CondSolver {
   RigidGroupView RigidView() const;
   // the rigid groups' own contacts (RigidContactView) and the diagonal sweep order of the rest
   void BuildOwnContacts();
+  // d_v of every rigid virtual node (Gamma on its contacts), given which nodes the sweeps take
+  void RigidGammaBounds(const std::vector<unsigned char>& swept);
   // rigid groups and barycentric nodes answer the contact forces (before / after the sweeps)
   void OwnGammaResponse(const Array<Scalar>& b, bool before_sweep);
   // body modes: the coarse matrices of A (per solve) and the correction of v and r (per iteration)
@@ -229,6 +231,8 @@ class CondSolver {
   Array<Scalar> rg_ao_inv_, rg_arm_, rg_kv_, rg_d_, f_, f_new_;
   std::vector<Index> rg_slot_body_host_;  // per virtual-node slot: its body within the group
   std::vector<Index> rg_slot_group_host_;
+  RigidGroups rg_host_;                   // the groups as given (d_v is computed per contact set)
+  std::vector<Index> rg_inv_off_host_;
   // the groups' own contacts (RigidContactView) and the sweep order of the others
   Array<Index> rc_ptr_, rc_contact_, rc_slot_, rc_body_, sweep_order_;
   std::vector<Index> sweep_color_ptr_;
