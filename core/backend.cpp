@@ -99,7 +99,7 @@ Scalar Backend::MaxAbs(const Array<Scalar>& x) {
   return x.size() > 0 ? DoMaxAbs(x.size(), x.data()) : Scalar(0);
 }
 
-void Backend::CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const {
+Index Backend::CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const {
   CheckSameBackend(this, offsets.backend(), "segment offsets");
   CONDSIM_CHECK(offsets.size() >= 1, "segment offsets must hold at least one entry");
   CONDSIM_CHECK(out_size == offsets.size() - 1, "segmented reduction: output has "
@@ -113,6 +113,7 @@ void Backend::CheckSegments(const Array<Index>& offsets, Index n, Index out_size
   }
   CONDSIM_CHECK(host.back() <= n, "segment offsets end at " << host.back()
                                                             << " beyond the vector size " << n);
+  return host.back();
 }
 
 void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y,
@@ -121,16 +122,16 @@ void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y,
   CheckSameBackend(this, y.backend(), "SegmentedDot: y");
   CheckSameBackend(this, out->backend(), "SegmentedDot: out");
   CONDSIM_CHECK(x.size() == y.size(), "SegmentedDot: sizes differ (" << x.size() << " vs " << y.size() << ")");
-  CheckSegments(offsets, x.size(), out->size());
-  if (out->size() > 0) DoSegmentedDot(out->size(), offsets.data(), x.data(), y.data(), out->data());
+  const Index end = CheckSegments(offsets, x.size(), out->size());
+  if (out->size() > 0) DoSegmentedDot(out->size(), offsets.data(), end, x.data(), y.data(), out->data());
 }
 
 void Backend::SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets,
                               Array<Scalar>* out) {
   CheckSameBackend(this, x.backend(), "SegmentedMaxAbs: x");
   CheckSameBackend(this, out->backend(), "SegmentedMaxAbs: out");
-  CheckSegments(offsets, x.size(), out->size());
-  if (out->size() > 0) DoSegmentedMaxAbs(out->size(), offsets.data(), x.data(), out->data());
+  const Index end = CheckSegments(offsets, x.size(), out->size());
+  if (out->size() > 0) DoSegmentedMaxAbs(out->size(), offsets.data(), end, x.data(), out->data());
 }
 
 DeviceBlockMatrix::DeviceBlockMatrix(Backend* backend, const BlockPattern& pattern)

@@ -73,22 +73,22 @@ class CpuBackend final : public Backend {
   Scalar DoDot(Index n, const Scalar* x, const Scalar* y) override {
     const Index whole[2] = {0, n};
     Scalar out = 0;
-    DoSegmentedDot(1, whole, x, y, &out);
+    DoSegmentedDot(1, whole, n, x, y, &out);
     return out;
   }
   Scalar DoMaxAbs(Index n, const Scalar* x) override {
     const Index whole[2] = {0, n};
     Scalar out = 0;
-    DoSegmentedMaxAbs(1, whole, x, &out);
+    DoSegmentedMaxAbs(1, whole, n, x, &out);
     return out;
   }
-  void DoSegmentedDot(Index num_segments, const Index* offsets, const Scalar* x, const Scalar* y,
+  void DoSegmentedDot(Index num_segments, const Index* offsets, Index /*end*/, const Scalar* x, const Scalar* y,
                       Scalar* out) override {
     cpu::SegmentedReduce(
         threads_, num_segments, offsets, Scalar(0), [=](Index i) { return x[i] * y[i]; },
         [](Scalar a, Scalar b) { return a + b; }, out);
   }
-  void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
+  void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, Index /*end*/, const Scalar* x,
                          Scalar* out) override {
     cpu::SegmentedReduce(
         threads_, num_segments, offsets, Scalar(0), [=](Index i) { return std::fabs(x[i]); },

@@ -180,13 +180,13 @@ class CudaBackend final : public Backend {
   Scalar DoMaxAbs(Index n, const Scalar* x) override {
     return Reduce(n, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0));
   }
-  void DoSegmentedDot(Index num_segments, const Index* offsets, const Scalar* x, const Scalar* y,
+  void DoSegmentedDot(Index num_segments, const Index* offsets, Index end, const Scalar* x, const Scalar* y,
                       Scalar* out) override {
-    SegmentedReduce(num_segments, offsets, TermIterator(DotTerm{x, y}), SumOp{}, Scalar(0), out);
+    SegmentedReduce(num_segments, offsets, end, TermIterator(DotTerm{x, y}), SumOp{}, Scalar(0), out);
   }
-  void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
+  void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, Index end, const Scalar* x,
                          Scalar* out) override {
-    SegmentedReduce(num_segments, offsets, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0), out);
+    SegmentedReduce(num_segments, offsets, end, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0), out);
   }
   Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
     // the total is the last input plus its prefix; read the input first (out may alias it)
@@ -200,7 +200,13 @@ class CudaBackend final : public Backend {
     return prefix + last;
   }
   void DoSortPairs(Index n, std::uint64_t* keys, Index* values) override {
-    thrust::stable_sort_by_key(thrust::cuda::par.on(stream_), keys, keys + n, values);
+    // Thrust reports failures (its temporary allocation included) as thrust::system_error
+    try {
+      thrust::stable_sort_by_key(thrust::cuda::par.on(stream_), keys, keys + n, values);
+    } catch (const std::exception& e) {
+      cudaGetLastError();
+      throw Error(std::string("cuda backend: sorting ") + std::to_string(n) + " key/value pairs failed: " + e.what());
+    }
     CONDSIM_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -210,7 +216,8 @@ class CudaBackend final : public Backend {
       CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
       cudaFree(scratch_);
       scratch_ = nullptr;
-      CONDSIM_CUDA_CHECK(cudaMalloc(&scratch_, bytes));
+      scratch_bytes_ = 0;
+      scratch_ = Allocate(bytes);  // clears the error state when it throws
       scratch_bytes_ = bytes;
     }
     return scratch_;
@@ -228,10 +235,19 @@ class CudaBackend final : public Backend {
     return host;
   }
 
+  // one segment (a World's single environment): the device-wide reduction into out[0]; CUB's
+  // segmented reduction gives each segment one thread block, which would leave the rest of the
+  // GPU idle on the iteration's residual
   template <class It, class Op>
-  void SegmentedReduce(Index num_segments, const Index* offsets, It in, Op op, Scalar init,
+  void SegmentedReduce(Index num_segments, const Index* offsets, Index end, It in, Op op, Scalar init,
                        Scalar* out) {
     std::size_t bytes = 0;
+    if (num_segments == 1) {
+      CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, in, out, end, op, init, stream_));
+      void* tmp = Scratch(bytes);
+      CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(tmp, bytes, in, out, end, op, init, stream_));
+      return;
+    }
     CONDSIM_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(nullptr, bytes, in, out, num_segments,
                                                           offsets, offsets + 1, op, init, stream_));
     void* tmp = Scratch(bytes);
@@ -329,7 +345,8 @@ void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Sca
     CONDSIM_CUDA_CHECK(cudaStreamSynchronize(cuda_->stream()));
     cudaFree(spmv_buffer_);
     spmv_buffer_ = nullptr;
-    CONDSIM_CUDA_CHECK(cudaMalloc(&spmv_buffer_, bytes));
+    spmv_buffer_bytes_ = 0;
+    spmv_buffer_ = cuda_->Allocate(bytes);  // clears the error state when it throws
     spmv_buffer_bytes_ = bytes;
   }
   CONDSIM_CUSPARSE_CHECK(cusparseSpMV(cuda_->sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
@@ -376,7 +393,17 @@ CudaProbe ProbeCuda(int device) {
   probe.total_memory = prop.totalGlobalMem;
   probe.compute_major = prop.major;
   probe.compute_minor = prop.minor;
-  // run one kernel: fails with "no kernel image" when the device's architecture was not built
+  // run one kernel: fails with "no kernel image" when the device's architecture was not built;
+  // the caller's current device is restored (a backend on another device keeps its own)
+  int previous = 0;
+  const bool restore = cudaGetDevice(&previous) == cudaSuccess;
+  struct RestoreDevice {
+    bool on;
+    int device;
+    ~RestoreDevice() {
+      if (on) cudaSetDevice(device);
+    }
+  } restore_device{restore, previous};
   try {
     CONDSIM_CUDA_CHECK(cudaSetDevice(device));
     cuda::DeviceBuffer<int> flag(1);

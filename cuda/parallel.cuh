@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <string>
 
 #include "condsim/core.h"
@@ -27,8 +28,9 @@ constexpr int kThreadsPerBlock = 256;
 
 template <class F>
 __global__ void ParallelForKernel(Index n, F f) {
-  const Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) f(i);
+  // 64-bit: blockIdx.x * blockDim.x passes 2^31 in the last blocks of n near Index's range
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) f(static_cast<Index>(i));
 }
 
 // runs f(i) for i in [0, n) on the GPU, one thread per index, queued on `stream`

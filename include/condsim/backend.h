@@ -114,16 +114,18 @@ class Backend {
   virtual void DoMultiply(Index n, const Scalar* x, const Scalar* y, Scalar* z) = 0;
   virtual Scalar DoDot(Index n, const Scalar* x, const Scalar* y) = 0;
   virtual Scalar DoMaxAbs(Index n, const Scalar* x) = 0;
-  // offsets already checked: nondecreasing, offsets[0] = 0, offsets[last] <= n
-  virtual void DoSegmentedDot(Index num_segments, const Index* offsets, const Scalar* x,
+  // offsets already checked: nondecreasing, offsets[0] = 0, offsets[last] = end <= n (end: the
+  // host's copy of offsets[last])
+  virtual void DoSegmentedDot(Index num_segments, const Index* offsets, Index end, const Scalar* x,
                               const Scalar* y, Scalar* out) = 0;
-  virtual void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, const Scalar* x,
+  virtual void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, Index end, const Scalar* x,
                                  Scalar* out) = 0;
   virtual Index DoExclusiveScan(Index n, const Index* in, Index* out) = 0;
   virtual void DoSortPairs(Index n, std::uint64_t* keys, Index* values) = 0;
 
  private:
-  void CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const;
+  // returns offsets[last]
+  Index CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const;
 };
 
 // a typed array owned by a backend (device memory for CUDA); move-only

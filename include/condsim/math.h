@@ -12,8 +12,10 @@ namespace condsim {
 // machine epsilon of Scalar, usable in device code
 #if defined(CONDSIM_FLOAT) && CONDSIM_FLOAT
 constexpr Scalar kEpsilon = 1.1920928955078125e-07f;
+constexpr Scalar kTinyScalar = 1.17549435e-38f;  // smallest normal float
 #else
 constexpr Scalar kEpsilon = 2.220446049250313e-16;
+constexpr Scalar kTinyScalar = 2.2250738585072014e-308;  // smallest normal double
 #endif
 
 struct Vec3 {

@@ -42,7 +42,7 @@ CONDSIM_HD_INLINE Mat12 GeometricStiffness(const Mat3& f, const Mat3& bm, Scalar
           if (i == j) continue;
           Scalar den = svd.sigma[i] + svd.sigma[j];
           // degenerate (sigma_i + sigma_j -> 0): the rotation is undetermined; drop the term
-          const Scalar floor = Scalar(1e-12) * (std::fabs(svd.sigma[0]) + Scalar(1e-300));
+          const Scalar floor = Scalar(1e-12) * (std::fabs(svd.sigma[0]) + kTinyScalar);
           if (std::fabs(den) < floor) continue;
           w(i, j) = (m(i, j) - m(j, i)) / den;
         }
