@@ -609,7 +609,8 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
 }
 
 void CondSolver::RigidGammaBounds(const std::vector<unsigned char>& swept) {
-  // d_v: the largest absolute row sum of J A_o^-1 J^T + I / kv over the virtual nodes solved
+  // d_v: the largest absolute row sum of J A_o^-1 J^T + I / kv (the group's Delassus block with
+  // eq. 15's damper; a Gershgorin majorant for the Gamma of eq. 25) over the virtual nodes solved
   // together with v. A node whose contacts the diagonal solve takes (a Jacobi step, all at once)
   // sums over the group's other such nodes only: the swept nodes' impulses stay fixed during
   // the diagonal solve, and the sweep answers them exactly afterwards. A swept node keeps the
