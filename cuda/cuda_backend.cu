@@ -397,6 +397,7 @@ CudaProbe ProbeCuda(int device) {
   // the caller's current device is restored (a backend on another device keeps its own)
   int previous = 0;
   const bool restore = cudaGetDevice(&previous) == cudaSuccess;
+  if (!restore) cudaGetLastError();  // no stale error for the launch below
   struct RestoreDevice {
     bool on;
     int device;
