@@ -225,11 +225,15 @@ class CudaBackend final : public Backend {
 
   // CUB device-wide reduction (no atomics: run-to-run deterministic on one device)
   template <class It, class Op>
-  Scalar Reduce(Index n, It in, Op op, Scalar init) {
+  void ReduceInto(Index n, It in, Op op, Scalar init, Scalar* out) {
     std::size_t bytes = 0;
-    CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, in, result_, n, op, init, stream_));
+    CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, in, out, n, op, init, stream_));
     void* tmp = Scratch(bytes);
-    CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(tmp, bytes, in, result_, n, op, init, stream_));
+    CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(tmp, bytes, in, out, n, op, init, stream_));
+  }
+  template <class It, class Op>
+  Scalar Reduce(Index n, It in, Op op, Scalar init) {
+    ReduceInto(n, in, op, init, result_);
     Scalar host = 0;
     CopyToHost(&host, result_, sizeof(Scalar));
     return host;
@@ -241,13 +245,11 @@ class CudaBackend final : public Backend {
   template <class It, class Op>
   void SegmentedReduce(Index num_segments, const Index* offsets, Index end, It in, Op op, Scalar init,
                        Scalar* out) {
-    std::size_t bytes = 0;
     if (num_segments == 1) {
-      CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, in, out, end, op, init, stream_));
-      void* tmp = Scratch(bytes);
-      CONDSIM_CUDA_CHECK(cub::DeviceReduce::Reduce(tmp, bytes, in, out, end, op, init, stream_));
+      ReduceInto(end, in, op, init, out);
       return;
     }
+    std::size_t bytes = 0;
     CONDSIM_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(nullptr, bytes, in, out, num_segments,
                                                           offsets, offsets + 1, op, init, stream_));
     void* tmp = Scratch(bytes);

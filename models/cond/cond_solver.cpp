@@ -134,7 +134,6 @@ void CondSolver::SetRigidGroups(const RigidGroups& g) {
   rg_d_ = Array<Scalar>(backend_, g.node.size());  // d_v: BuildOwnContacts, once the swept contacts are known
   rg_host_ = g;
   rg_inv_off_host_ = inv_off;
-  rigid_vnodes_host_ = g.node;
   groups_dirty_ = true;
 }
 
@@ -308,7 +307,7 @@ void CondSolver::PrepareBodyModes(DeviceBlockMatrix& a) {
   // the patches less their contact nodes (and the hosts of barycentric nodes in contact): the
   // modes then never move a contact node, so the contact step (Alg. 2) is unchanged
   std::vector<unsigned char> excluded = in_contact_host_;  // contact nodes and barycentric hosts (Prepare)
-  for (const auto* list : {&bary_vnodes_host_, &rigid_vnodes_host_})
+  for (const auto* list : {&bary_vnodes_host_, &rg_host_.node})
     for (Index k : *list)
       if (k < nodes_) excluded[k] = 1;
   const Index num_bodies = modes_host_.body_ptr.empty() ? modes_host_.size() : Index(modes_host_.body_ptr.size()) - 1;
@@ -531,7 +530,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     // virtual nodes with their own Gamma (rigid groups, barycentric nodes) stay out: merging
     // them would give their partner a w of order 1 / kv
     std::vector<unsigned char> own_gamma(static_cast<std::size_t>(nodes_), 0);
-    for (const auto* list : {&rigid_vnodes_host_, &bary_vnodes_host_})
+    for (const auto* list : {&rg_host_.node, &bary_vnodes_host_})
       for (Index k : *list)
         if (k < nodes_) own_gamma[k] = 1;
     for (Index m = 0; m < contacts_host_.size(); ++m) {
@@ -663,8 +662,8 @@ void CondSolver::BuildOwnContacts() {
   std::vector<std::vector<std::pair<Index, Index>>> lists(static_cast<std::size_t>(num_rigid_));
   if (params_.rigid_sweeps > 0 && num_rigid_ > 0) {
     std::vector<Index> slot_of(std::size_t(nodes_), -1), count(std::size_t(nodes_), 0), claim(std::size_t(nodes_), -1);
-    for (std::size_t e = 0; e < rigid_vnodes_host_.size(); ++e)
-      if (rigid_vnodes_host_[e] < nodes_) slot_of[rigid_vnodes_host_[e]] = static_cast<Index>(e);
+    for (std::size_t e = 0; e < rg_host_.node.size(); ++e)
+      if (rg_host_.node[e] < nodes_) slot_of[rg_host_.node[e]] = static_cast<Index>(e);
     for (Index m = 0; m < nc; ++m) {
       ++count[contacts_host_.node_i[m]];
       if (contacts_host_.node_j[m] >= 0) ++count[contacts_host_.node_j[m]];
@@ -680,7 +679,7 @@ void CondSolver::BuildOwnContacts() {
       // the static world stays with the diagonal solve: it has no compliance of its own, so a
       // body on several supports is indeterminate up to 1 / kv, and repeated sweeps there cost
       // iterations at tight theta (welded pair sliding at 1e-10: 87 per step become 2789)
-      if (count[rigid_vnodes_host_[e]] != 1 || other < 0) continue;
+      if (count[rg_host_.node[e]] != 1 || other < 0) continue;
       // the other node belongs to one group's sweep (the groups run in parallel)
       const Index grp = rg_slot_group_host_[e];
       if (claim[other] >= 0 && claim[other] != grp) continue;
@@ -706,7 +705,7 @@ void CondSolver::BuildOwnContacts() {
       lists[grp].clear();
     }
   }
-  std::vector<unsigned char> swept(rigid_vnodes_host_.size(), 0);
+  std::vector<unsigned char> swept(rg_host_.node.size(), 0);
   for (const auto& list : lists)
     for (const auto& entry : list) swept[std::size_t(entry.second)] = 1;
   if (num_rigid_ > 0) RigidGammaBounds(swept);

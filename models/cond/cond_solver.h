@@ -244,7 +244,7 @@ class CondSolver {
   std::vector<Scalar> bh_sum_host_;
   // virtual nodes with their own Gamma (rigid groups, barycentric nodes): never merged into
   // Frobenius groups; hosts of barycentric nodes: scalar w inside chains
-  std::vector<Index> rigid_vnodes_host_, bary_vnodes_host_, bary_hosts_host_;
+  std::vector<Index> bary_vnodes_host_, bary_hosts_host_;  // rigid virtual nodes: rg_host_.node
   // body modes
   BodyModes modes_host_;
   Index num_modes_ = 0;     // patches in use (0 when off)
