@@ -17,6 +17,20 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(what) {}
 };
 
+// a simulation whose state became NaN/Inf: the environment, the body (-1: the solver's iterate
+// as a whole) and the step it happened in; the world's state is left as it was before the step
+class DivergenceError : public Error {
+ public:
+  DivergenceError(const std::string& what, Index env, Index body, Index step)
+      : Error(what), env_(env), body_(body), step_(step) {}
+  Index env() const { return env_; }
+  Index body() const { return body_; }
+  Index step() const { return step_; }
+
+ private:
+  Index env_, body_, step_;
+};
+
 namespace internal {
 // messages are written for users (they name the input and the field); the failing condition and
 // source location are kept out of them
