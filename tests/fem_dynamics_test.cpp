@@ -58,7 +58,7 @@ class FemStepper {
     backend_->Axpby(2, vhat_, -1, &v_);   // v = 2 v-hat - v
     if (contacts.size() > 0) {
       std::vector<Scalar> vn = v_.ToHost();
-      ApplyInelasticContacts(contacts, solver_.Impulses(), vhat_.ToHost(), &vn);
+      ApplyInelasticContacts(contacts, solver_.Impulses(), vhat_.ToHost(), model_.lumped_mass(), nullptr, &vn);
       v_.CopyFromHost(vn);
     }
     return last_;

@@ -22,7 +22,7 @@ TEST(InelasticContacts, HandComputedCases) {
   // 2 v-hat - v_k for some v_k
   std::vector<Scalar> v = {0.4, -0.2, 0.7, 0.5, 0.1, 0.3, 2, 2, 2, 0.1, 0.2, 0.6, 0.3, 0.1, -0.2};
   const std::vector<Scalar> before = v;
-  ApplyInelasticContacts(c, lambda, vhat, &v);
+  ApplyInelasticContacts(c, lambda, vhat, std::vector<Scalar>(5, 1), nullptr, &v);  // equal masses
   // node 0 sticks: all of v-hat
   EXPECT_DOUBLE_EQ(v[0], 0.1);
   EXPECT_DOUBLE_EQ(v[1], 0.2);

@@ -134,7 +134,7 @@ TEST(StaticWorld, FastNodeDoesNotTunnelThroughAThinPlate) {
       x[k] += dt * vhat[k];
       v[k] = 2 * vhat[k] - v[k];
     }
-    if (c.size() > 0) ApplyInelasticContacts(c, solver.Impulses(), vhat, &v);
+    if (c.size() > 0) ApplyInelasticContacts(c, solver.Impulses(), vhat, std::vector<Scalar>(v.size() / 3, 1), nullptr, &v);
     // never below the plate's top surface
     ASSERT_GE(x[2], 0.0025 - 1e-12) << "step " << step;
   }

@@ -4,12 +4,13 @@
 // tangential velocity of a sticking one; neither mode is damped. For every pressed contact
 // (lambda_n > 0) the contact-frame normal component of v_{k+1} is taken from v-hat, and for a
 // sticking one (|lambda_t| < mu lambda_n) the tangential components too (restitution 0).
-// Host-side for now (node arrays of 3 per node); a backend version comes with the world stepper.
+// Host-side (node arrays of 3 per node): the World and the solver tests use it.
 #pragma once
 
 #include <vector>
 
 #include "condsim/contacts.h"
+#include "models/system/virtual_nodes.h"
 
 namespace condsim {
 
@@ -17,9 +18,14 @@ namespace condsim {
 // lambda_n, 1e-9 relative); the rule both the node and the rigid-body updates use
 bool IsSticking(const ContactSet& contacts, const std::vector<Scalar>& lambda, Index m);
 
-// v_next: on entry 2 v-hat - v_k, on return with the inelastic contact correction. D-contacts
-// correct the relative velocity of their two nodes symmetrically (equal mass weights).
-void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar>& lambda,
-                            const std::vector<Scalar>& vhat, std::vector<Scalar>* v_next);
+// v_next (3 per base node): on entry 2 v-hat - v_k, on return with the inelastic correction:
+// per pressed contact and corrected axis d, the relative velocity of its two sides along d is
+// restored to v-hat's by the smallest kinetic-energy change, dv_a = (c_a y / m_a) d with
+// y = sum c_a d.(v-hat_a - v_a) / sum c_a^2 / m_a over the side nodes a (c_a = +-1 on a node,
+// +-w_a on a virtual node's barycentric hosts). vhat: 3 per node, virtual nodes after the
+// mass.size() base nodes (their hosts and weights in vn). A node of mass 0 is left alone
+// (rigid-body nodes, which the World corrects per rigid group; a cable's rotation nodes).
+void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
+                            const std::vector<Scalar>& mass, const VirtualNodeSet* vn, std::vector<Scalar>* v_next);
 
 }  // namespace condsim

@@ -1,0 +1,50 @@
+// The assembly stage: parts, virtual nodes, the global system and the initial guess.
+#include "models/world/assemble.h"
+
+namespace condsim {
+
+void AssembleStage::Build(const WorldBodies& w) {
+  rigid_a_ = w.backend->CreateMatrix(w.rigid.pattern());
+  rigid_b_ = Array<Scalar>(w.backend, 3 * w.rigid.num_nodes());
+  rigid_v_ = Array<Scalar>(w.backend, 3 * w.rigid.num_nodes());
+}
+
+const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeSet& vn, bool warm) {
+  const Scalar dt = w->params.dt;
+  w->system->SetVirtualNodes(vn);
+  // parts: FEM bodies and cables on the backend, rigid bodies on the host; the initial guess is
+  // the previous step's v-hat (v at the first step; the midpoint rule's v_k = 2 v-hat - v_{k-1}
+  // alternates about it); virtual nodes take J_v of it
+  std::vector<const DeviceBlockMatrix*> parts_a;
+  std::vector<const Array<Scalar>*> parts_b, parts_v;
+  for (auto& f : w->fem) {
+    f->model->Assemble(f->x, f->v, dt, w->params.gravity, nullptr, f->a.get(), &f->b);
+    parts_a.push_back(f->a.get());
+    parts_b.push_back(&f->b);
+    parts_v.push_back(warm ? &f->vhat : &f->v);
+  }
+  for (auto& r : w->rods) {
+    r->model->Assemble(r->v, dt, w->params.gravity, nullptr, r->a.get(), &r->b);
+    parts_a.push_back(r->a.get());
+    parts_b.push_back(&r->b);
+    parts_v.push_back(warm ? &r->vhat : &r->v);
+  }
+  const RigidModel& rigid = w->rigid;
+  rigid.Assemble(dt, w->params.gravity, w->rigid_wrench, &rigid_values_, &rigid_rhs_);
+  rigid_a_->SetValues(rigid_values_);
+  rigid_b_.CopyFromHost(rigid_rhs_);
+  std::vector<Scalar> rigid_v(6 * std::size_t(rigid.num_bodies()));
+  for (Index k = 0; k < rigid.num_bodies(); ++k) {
+    StoreVec3(rigid_v.data(), 2 * k, rigid.body(k).v);
+    StoreVec3(rigid_v.data(), 2 * k + 1, rigid.body(k).omega);
+  }
+  rigid_v_.CopyFromHost(warm ? w->rigid_vhat_prev : rigid_v);
+  parts_a.push_back(rigid_a_.get());
+  parts_b.push_back(&rigid_b_);
+  parts_v.push_back(&rigid_v_);
+  w->system->Assemble(parts_a, parts_b);
+  w->system->GatherVelocity(parts_v, &w->v);
+  return rigid_values_;
+}
+
+}  // namespace condsim

@@ -1,0 +1,28 @@
+// The assembly stage (paper eq. 9, 15): every part's A and b (FEM bodies and cables on the
+// backend, rigid bodies on the host), the virtual nodes' rows, the global system, and the
+// initial guess of the solve (the previous step's v-hat when warm-starting, Sec. V-A5).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/system/virtual_nodes.h"
+#include "models/world/bodies.h"
+
+namespace condsim {
+
+class AssembleStage {
+ public:
+  // the rigid part's backend arrays (once, at the first step)
+  void Build(const WorldBodies& w);
+  // assembles this step's system into w->system and the initial guess into w->v; returns the
+  // rigid part's matrix values (RigidModel::Assemble layout) for the rigid groups
+  const std::vector<Scalar>& Run(WorldBodies* w, const VirtualNodeSet& vn, bool warm);
+
+ private:
+  std::unique_ptr<DeviceBlockMatrix> rigid_a_;
+  Array<Scalar> rigid_b_, rigid_v_;
+  std::vector<Scalar> rigid_values_, rigid_rhs_;
+};
+
+}  // namespace condsim

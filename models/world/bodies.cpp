@@ -1,0 +1,56 @@
+// The bodies of a World: lookups shared by the step stages.
+#include "models/world/bodies.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "condsim/error.h"
+
+namespace condsim {
+
+void WorldParams::Validate() const {
+  CONDSIM_CHECK(std::isfinite(dt) && dt > 0, "world: dt must be > 0 [s], got " << dt);
+  CONDSIM_CHECK(std::isfinite(gravity[0]) && std::isfinite(gravity[1]) && std::isfinite(gravity[2]), "world: gravity must be finite");
+  CONDSIM_CHECK(std::isfinite(kv) && kv > 0, "world: kv must be > 0 [N s/m], got " << kv);
+  CONDSIM_CHECK(std::isfinite(contact_margin) && contact_margin >= 0, "world: contact_margin must be >= 0 [m], got " << contact_margin);
+  cond.Validate();
+}
+
+Scalar DepthLimit(const Scalar* x, const std::vector<Index>& tri) {
+  if (tri.empty()) return 0;
+  Scalar sum = 0;
+  for (std::size_t t = 0; t < tri.size(); t += 3)
+    for (int k = 0; k < 3; ++k) sum += Norm(LoadVec3(x, tri[t + k]) - LoadVec3(x, tri[t + (k + 1) % 3]));
+  return Scalar(0.25) * sum / Scalar(tri.size());
+}
+
+Index WorldBodies::BodyId(BodyKind kind, Index k) const {
+  for (std::size_t b = 0; b < ids.size(); ++b)
+    if (ids[b].first == kind && ids[b].second == k) return static_cast<Index>(b);
+  return -1;
+}
+
+void WorldBodies::CheckBody(Index body, BodyKind kind) const {
+  static const char* const kNames[3] = {"a rigid", "an FEM", "a rod"};
+  CONDSIM_CHECK(body >= 0 && std::size_t(body) < ids.size() && ids[body].first == kind,
+                "world: body " << body << " is not " << kNames[int(kind)] << " body");
+}
+
+bool WorldBodies::Jointed(Index a, Index b) const {
+  return std::binary_search(jointed.begin(), jointed.end(), std::make_pair(std::min(a, b), std::max(a, b)));
+}
+
+Index WorldBodies::DeformablePart(std::size_t d) const { return d < fem.size() ? fem[d]->part : rods[d - fem.size()]->part; }
+
+Index WorldBodies::DeformableNodes(std::size_t d) const {
+  return d < fem.size() ? fem[d]->model->num_nodes() : 2 * rods[d - fem.size()]->model->num_segments();
+}
+
+Scalar WorldBodies::DeformableMass(std::size_t d, Index local) const {
+  if (d < fem.size()) return fem[d]->mass[local];
+  return local % 2 == 0 ? Scalar(rods[d - fem.size()]->model->segment_mass()) : Scalar(0);
+}
+
+Array<Scalar>& WorldBodies::DeformableVelocity(std::size_t d) { return d < fem.size() ? fem[d]->v : rods[d - fem.size()]->v; }
+
+}  // namespace condsim

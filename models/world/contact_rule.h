@@ -1,0 +1,67 @@
+// The contact rule (docs/collision.md), in one place, for every detection path:
+// - reach: a pair is a contact when its gap is at most |v_rel| t + contact_margin; phi_n = gap / t;
+// - friction: a body against itself keeps its mu; an FEM body against a rigid body takes the
+//   rigid body's; a deformable body (FEM, cable) against static geometry takes the static's
+//   (per tangent axis: an anisotropic shape keeps its axes); any other pair sqrt(mu_a mu_b) per
+//   axis (a rigid body's mu on both axes).
+// ContactWriter adds a contact with its frame and the metadata the records and the inelastic
+// stage need.
+#pragma once
+
+#include <vector>
+
+#include "condsim/contacts.h"
+#include "condsim/math.h"
+#include "models/collision/static_world.h"
+#include "models/world/bodies.h"
+
+namespace condsim {
+
+// one side of a contact: its kind, body id (-1 for static geometry) and friction per axis
+struct ContactSide {
+  BodyKind kind;
+  Index body;
+  Scalar mu1, mu2;
+};
+
+inline ContactSide StaticSide(Scalar mu1, Scalar mu2) { return {BodyKind::kStatic, -1, mu1, mu2}; }
+inline ContactSide BodySide(BodyKind kind, Index body, Scalar mu) { return {kind, body, mu, mu}; }
+
+struct Friction {
+  Scalar mu1, mu2;
+};
+
+// the friction rule above
+Friction MixFriction(const ContactSide& a, const ContactSide& b);
+
+// the reach rule above: false when the pair is too far apart to touch within the step
+inline bool InReach(Scalar gap, const Vec3& v_rel, Scalar dt, Scalar margin) { return !(gap > Norm(v_rel) * dt + margin); }
+
+// per contact: owner info for the records, the virtual node's rigid body (or -1) per side
+struct ContactMeta {
+  Vec3 position;
+  Index body_i, body_j, shape;
+  Index rigid_i, rigid_j;  // rigid body of a virtual-node side, else -1
+  Vec3 arm_i, arm_j;       // contact point - centre of mass on those sides
+  Index mesh = -1;
+};
+
+// contact frame against a shape: rows (n, t1, t2); an anisotropic shape (mu1 != mu2) puts t1
+// along its local x axis projected on the tangent plane, so mu1 acts along that axis
+Mat3 ShapeFrame(const StaticShape& s, const Vec3& n);
+
+// the contacts of one step and their metadata
+class ContactWriter {
+ public:
+  ContactWriter(Scalar dt, Scalar tangent_rotation, ContactSet* contacts, std::vector<ContactMeta>* meta)
+      : dt_(dt), tangent_rotation_(tangent_rotation), contacts_(contacts), meta_(meta) {}
+  // node_j = -1: an S-contact; frame rows (n, t1, t2) with n into node i's side
+  void Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta);
+
+ private:
+  Scalar dt_, tangent_rotation_;
+  ContactSet* contacts_;
+  std::vector<ContactMeta>* meta_;
+};
+
+}  // namespace condsim

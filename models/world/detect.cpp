@@ -1,0 +1,194 @@
+// The detection stage: host detection paths and the backend's points against triangles.
+#include "models/world/detect.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/collision/broad_phase.h"
+#include "models/collision/primitives.h"
+
+namespace condsim {
+
+void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts) {
+  meta_.clear();
+  nodes->Reset();
+  ContactWriter out(w.params.dt, tangent_rotation_, contacts, &meta_);
+  // this step's rigid surface samples (world positions and velocities, 3 each per sample, bodies
+  // in order)
+  std::vector<Scalar> rx, rv;
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
+    const RigidBody& body = w.rigid.body(k);
+    const Mat3 rot = ToMatrix(body.q);
+    for (const SurfacePoint& sp : triangles_.samples(k)) {
+      const Vec3 p = body.x + rot * sp.local, vp = body.v + Cross(body.omega, p - body.x);
+      for (int d = 0; d < 3; ++d) {
+        rx.push_back(p[d]);
+        rv.push_back(vp[d]);
+      }
+    }
+  }
+  RigidContacts(w, rx, rv, nodes, &out);
+  // FEM surface nodes against the static world and the rigid bodies
+  std::vector<std::vector<Scalar>> fem_v(w.fem.size());
+  fem_x_.resize(w.fem.size());
+  for (std::size_t f = 0; f < w.fem.size(); ++f) {
+    fem_x_[f] = w.fem[f]->x.ToHost();
+    fem_v[f] = w.fem[f]->v.ToHost();
+  }
+  for (std::size_t f = 0; f < w.fem.size(); ++f) {
+    const FemBody& fb = *w.fem[f];
+    const Index offset = w.system->part_offset(fb.part);
+    const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, static_cast<Index>(f)), fb.mu);
+    for (Index i : fb.surface)
+      NodeContacts(w, offset + i, LoadVec3(fem_x_[f].data(), i), LoadVec3(fem_v[f].data(), i), 0, side, nodes, &out);
+  }
+  // points against triangles on the backend
+  triangles_.Detect(w, fem_x_, rx, rv, nodes, &out);
+  // cable segment centres (radius r) against the static world and the rigid bodies, cable links
+  // against each other
+  std::vector<std::vector<Scalar>> rod_x(w.rods.size()), rod_v(w.rods.size());
+  for (std::size_t c = 0; c < w.rods.size(); ++c) {
+    const RodBody& rb = *w.rods[c];
+    rod_x[c] = rb.model->positions().ToHost();
+    rod_v[c] = rb.v.ToHost();
+    const Index offset = w.system->part_offset(rb.part);
+    const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(c)), rb.mu);
+    for (Index seg = 0; seg < rb.model->num_segments(); ++seg)
+      NodeContacts(w, offset + 2 * seg, LoadVec3(rod_x[c].data(), seg), LoadVec3(rod_v[c].data(), 2 * seg), rb.model->radius(), side,
+                   nodes, &out);
+  }
+  for (std::size_t a = 0; a < w.rods.size(); ++a)
+    for (std::size_t b = a; b < w.rods.size(); ++b)
+      if (a != b || w.rods[a]->self_contact) CableLinks(w, a, b, rod_x, rod_v, nodes, &out);
+}
+
+void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
+                                ContactWriter* out) {
+  const Scalar dt = w.params.dt, margin = w.params.contact_margin;
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
+    const RigidBody& body = w.rigid.body(k);
+    const Index id = w.BodyId(BodyKind::kRigid, k);
+    const ContactSide side = BodySide(BodyKind::kRigid, id, body.mu1);
+    const std::vector<SurfacePoint>& samples = triangles_.samples(k);
+    for (std::size_t sample = 0; sample < samples.size(); ++sample) {
+      const SurfacePoint& s = samples[sample];
+      const Index at = triangles_.sample_first(k) + static_cast<Index>(sample);
+      const Vec3 p = LoadVec3(rx.data(), at), vp = LoadVec3(rv.data(), at);
+      // against the static shapes
+      for (std::size_t si = 0; si < w.statics.size(); ++si) {
+        const StaticShape& shape = w.statics[si];
+        const Proximity prox = ShapeProximity(shape, p);
+        const Scalar gap = prox.distance - s.radius;
+        if (!InReach(gap, vp, dt, margin)) continue;
+        const Vec3 c = p - s.radius * prox.normal;
+        const Index node = nodes->RigidPoint(w, k, c);
+        out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
+                 {c, id, -1, Index(si), k, -1, c - body.x, Vec3()});
+      }
+      // against the other rigid bodies' analytic shapes (mesh bodies: through the detector)
+      for (Index k2 = 0; k2 < w.rigid.num_bodies(); ++k2) {
+        if (k2 == k || w.Jointed(k, k2) || w.rigid.body(k2).shape == ShapeType::kMesh) continue;
+        const RigidBody& other = w.rigid.body(k2);
+        const Proximity prox = ShapeProximity(w.rigid.ShapeAt(k2), p);
+        const Scalar gap = prox.distance - s.radius;
+        const Vec3 vq = other.v + Cross(other.omega, prox.point - other.x);
+        if (!InReach(gap, vp - vq, dt, margin)) continue;
+        const Vec3 c = p - s.radius * prox.normal;
+        const Index ni = nodes->RigidPoint(w, k, c), nj = nodes->RigidPoint(w, k2, prox.point);
+        const Index id2 = w.BodyId(BodyKind::kRigid, k2);
+        out->Add(ni, nj, ContactFrame(prox.normal), gap, MixFriction(side, BodySide(BodyKind::kRigid, id2, other.mu1)),
+                 {c, id, id2, -1, k, k2, c - body.x, prox.point - other.x});
+      }
+    }
+  }
+}
+
+void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, const Vec3& vp, Scalar radius, const ContactSide& side,
+                               Nodalizer* nodes, ContactWriter* out) {
+  const Scalar dt = w.params.dt, margin = w.params.contact_margin;
+  // S-contacts with the static shapes
+  for (std::size_t si = 0; si < w.statics.size(); ++si) {
+    const StaticShape& shape = w.statics[si];
+    const Proximity prox = ShapeProximity(shape, p);
+    const Scalar gap = prox.distance - radius;
+    if (!InReach(gap, vp, dt, margin)) continue;
+    out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
+             {p - radius * prox.normal, side.body, -1, Index(si), -1, -1, Vec3(), Vec3()});
+  }
+  // D-contacts with the rigid bodies' analytic shapes
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
+    const RigidBody& other = w.rigid.body(k);
+    if (other.shape == ShapeType::kMesh) continue;  // through the detector
+    const Proximity prox = ShapeProximity(w.rigid.ShapeAt(k), p);
+    const Scalar gap = prox.distance - radius;
+    const Vec3 vq = other.v + Cross(other.omega, prox.point - other.x);
+    if (!InReach(gap, vp - vq, dt, margin)) continue;
+    const Index nj = nodes->RigidPoint(w, k, prox.point);
+    const Index id = w.BodyId(BodyKind::kRigid, k);
+    out->Add(node, nj, ContactFrame(prox.normal), gap, MixFriction(side, BodySide(BodyKind::kRigid, id, other.mu1)),
+             {p - radius * prox.normal, side.body, id, -1, -1, k, Vec3(), prox.point - other.x});
+  }
+}
+
+void DetectStage::CableLinks(const WorldBodies& w, std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
+                             const std::vector<std::vector<Scalar>>& v, Nodalizer* nodes, ContactWriter* out) {
+  const RodModel& ma = *w.rods[a]->model;
+  const RodModel& mb = *w.rods[b]->model;
+  const Scalar dt = w.params.dt, margin = w.params.contact_margin;
+  const Scalar ra = ma.radius(), rb = mb.radius();
+  const Index off_a = w.system->part_offset(w.rods[a]->part), off_b = w.system->part_offset(w.rods[b]->part);
+  const ContactSide side_a = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(a)), w.rods[a]->mu);
+  const ContactSide side_b = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(b)), w.rods[b]->mu);
+  // links: consecutive centres of one cable; in self-contact, links closer along the cable than
+  // 2 + (ra + rb) / L links are neighbours, never contacts
+  auto links = [](const RodModel& m) {
+    std::vector<Index> l;
+    for (Index c = 0; c < m.num_cables(); ++c)
+      for (Index s = m.cable_start()[c]; s + 1 < m.cable_start()[c + 1]; ++s) l.push_back(s);
+    return l;
+  };
+  const std::vector<Index> la = links(ma), lb = links(mb);
+  if (la.empty() || lb.empty()) return;
+  const Index skip = a == b ? 2 + static_cast<Index>(std::ceil((ra + rb) / ma.segment_length())) : 0;
+  // broad phase: b's links in a grid, boxes grown by what two links can close within the step
+  Scalar speed = 0;
+  for (Index s = 0; s < ma.num_segments(); ++s) speed = std::max(speed, Norm(LoadVec3(v[a].data(), 2 * s)));
+  for (Index s = 0; s < mb.num_segments(); ++s) speed = std::max(speed, Norm(LoadVec3(v[b].data(), 2 * s)));
+  const Scalar reach = ra + rb + margin + 2 * dt * speed + Scalar(0.5) * ma.segment_length();
+  std::vector<Aabb> boxes(lb.size());
+  for (std::size_t k = 0; k < lb.size(); ++k) {
+    boxes[k].Grow(LoadVec3(x[b].data(), lb[k]));
+    boxes[k].Grow(LoadVec3(x[b].data(), lb[k] + 1));
+    boxes[k].Inflate(reach);
+  }
+  AabbGrid grid;
+  grid.Build(boxes);
+  std::vector<Index> candidates;
+  const Friction mu = MixFriction(side_a, side_b);
+  for (Index s : la) {
+    const Vec3 p0 = LoadVec3(x[a].data(), s), p1 = LoadVec3(x[a].data(), s + 1);
+    grid.Query(Scalar(0.5) * (p0 + p1), &candidates);
+    for (Index k : candidates) {
+      const Index u = lb[k];
+      if (a == b && u < s + skip) continue;  // each pair once, neighbours never
+      const Vec3 q0 = LoadVec3(x[b].data(), u), q1 = LoadVec3(x[b].data(), u + 1);
+      const SegmentParams st = ClosestOnSegments(p0, p1, q0, q1);
+      const Vec3 pp = p0 + st.s * (p1 - p0), qq = q0 + st.t * (q1 - q0);
+      const Vec3 d = pp - qq;
+      const Scalar dist = Norm(d);
+      Vec3 n = dist > 1e-12 ? (1 / dist) * d : Cross(p1 - p0, q1 - q0);
+      if (!(Norm(n) > 0)) continue;
+      n = Normalized(n);
+      const Scalar gap = dist - ra - rb;
+      const Vec3 vp = (1 - st.s) * LoadVec3(v[a].data(), 2 * s) + st.s * LoadVec3(v[a].data(), 2 * s + 2);
+      const Vec3 vq = (1 - st.t) * LoadVec3(v[b].data(), 2 * u) + st.t * LoadVec3(v[b].data(), 2 * u + 2);
+      if (!InReach(gap, vp - vq, dt, margin)) continue;
+      const Index hp[2] = {off_a + 2 * s, off_a + 2 * s + 2}, hq[2] = {off_b + 2 * u, off_b + 2 * u + 2};
+      const Scalar wp[2] = {1 - st.s, st.s}, wq[2] = {1 - st.t, st.t};
+      const Index ni = nodes->Barycentric(w, 2, hp, wp), nj = nodes->Barycentric(w, 2, hq, wq);
+      out->Add(ni, nj, ContactFrame(n), gap, mu, {pp - ra * n, side_a.body, side_b.body, -1, -1, -1, Vec3(), Vec3()});
+    }
+  }
+}
+
+}  // namespace condsim

@@ -1,0 +1,47 @@
+// The detection stage: every contact of a step, nodalized. Rigid surface samples against the
+// static shapes and the other rigid bodies' analytic shapes, FEM surface nodes and cable centres
+// against the static shapes and the rigid bodies (host), points against triangles (backend,
+// detect_triangles.h), cable links against cable links (host). Contacts follow the contact rule
+// (contact_rule.h); points that are not nodes become virtual nodes (nodalize.h).
+#pragma once
+
+#include <vector>
+
+#include "condsim/contacts.h"
+#include "models/world/bodies.h"
+#include "models/world/contact_rule.h"
+#include "models/world/detect_triangles.h"
+#include "models/world/nodalize.h"
+
+namespace condsim {
+
+class DetectStage {
+ public:
+  // the backend detector's scene (once, at the first step)
+  void Build(WorldBodies* w) { triangles_.Build(w); }
+  // this step's contacts and virtual nodes (nodes is reset first)
+  void Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts);
+  const std::vector<ContactMeta>& meta() const { return meta_; }
+  // the FEM bodies' positions at the step's start (host copies, 3 per node)
+  const std::vector<std::vector<Scalar>>& fem_x() const { return fem_x_; }
+  // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
+  void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
+
+ private:
+  void RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
+                     ContactWriter* out);
+  // a deformable node (radius r) of body `side` against the static shapes and the rigid bodies'
+  // analytic shapes (mesh bodies go through the detector)
+  void NodeContacts(const WorldBodies& w, Index node, const Vec3& p, const Vec3& vp, Scalar radius, const ContactSide& side,
+                    Nodalizer* nodes, ContactWriter* out);
+  // cable links against cable links (a == b: self-contact)
+  void CableLinks(const WorldBodies& w, std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
+                  const std::vector<std::vector<Scalar>>& v, Nodalizer* nodes, ContactWriter* out);
+
+  TriangleDetection triangles_;
+  std::vector<ContactMeta> meta_;
+  std::vector<std::vector<Scalar>> fem_x_;
+  Scalar tangent_rotation_ = 0;
+};
+
+}  // namespace condsim

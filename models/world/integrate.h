@@ -1,0 +1,15 @@
+// The integration stage (paper eq. 4, midpoint rule): x_{k+1} = x_k + t v-hat and
+// v_{k+1} = 2 v-hat - v_k for FEM bodies and cables (on the backend; a cable's rotations
+// R <- exp(t w) R) and rigid bodies (on the host, RigidModel::Advance).
+#pragma once
+
+#include <vector>
+
+#include "models/world/bodies.h"
+
+namespace condsim {
+
+// vhat: the step's solution on the host (the rigid part is read from it); w->v on the backend
+void Integrate(WorldBodies* w, const std::vector<Scalar>& vhat);
+
+}  // namespace condsim
