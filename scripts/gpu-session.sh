@@ -3,7 +3,7 @@
 # project (../shared/device/README.md): every shipped scene on cuda and on cpu with their
 # summary.json side by side, a bitwise repeat on cuda (same scene, same backend, same seed), and
 # optionally the benchmarks. Everything lands in $OUT (the device tool brings it back); copy the
-# numbers into docs/performance.md and docs/scenarios.md with device, date and commit.
+# numbers into docs/performance.md (with device, date and commit) and docs/scenarios.md (current numbers).
 #
 # usage: bash scripts/gpu-session.sh [--bench] [BUILD_DIR]   (default /tmp/condsim-gpu-build)
 # GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_REPEAT_BACKEND=cpu
