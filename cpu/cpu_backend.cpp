@@ -56,7 +56,7 @@ class CpuBackend final : public Backend {
   void CopyToHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void CopyWithin(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
   void Synchronize() override {}
-  int cpu_threads() const override { return threads_; }
+  int threads() const { return threads_; }
 
   std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) override {
     return std::make_unique<CpuBlockMatrix>(this, pattern, threads_);
@@ -121,6 +121,11 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> MakeCpuBackend(const BackendOptions& options) {
   return std::make_unique<CpuBackend>(options);
+}
+
+int CpuThreads(const Backend& backend) {
+  CONDSIM_CHECK(backend.kind() == BackendKind::kCpu, "CpuThreads: not a cpu backend");
+  return static_cast<const CpuBackend&>(backend).threads();
 }
 
 }  // namespace condsim

@@ -19,7 +19,7 @@ void ParallelFor(int threads, Index n, const F& f) {
   for (Index i = 0; i < n; ++i) f(i);
 }
 
-// the executor that shared model kernels (models/**/*_kernels_impl.h) are instantiated with
+// the executor that model kernel sets are instantiated with (models/kernel_set.h)
 struct Exec {
   int threads;
   template <class F>

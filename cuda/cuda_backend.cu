@@ -155,7 +155,6 @@ class CudaBackend final : public Backend {
     CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
   void Synchronize() override { CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
-  void* cuda_stream() const override { return stream_; }
 
   std::unique_ptr<DeviceBlockMatrix> CreateMatrix(const BlockPattern& pattern) override {
     return std::make_unique<CudaBlockMatrix>(this, pattern, format_);
@@ -435,6 +434,11 @@ std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& options) {
   const CudaProbe probe = ProbeCuda(options.cuda_device);
   if (!probe.usable) throw Error("the cuda backend is not usable: " + probe.reason);
   return std::make_unique<CudaBackend>(options);
+}
+
+cudaStream_t CudaStream(const Backend& backend) {
+  CONDSIM_CHECK(backend.kind() == BackendKind::kCuda, "CudaStream: not a cuda backend");
+  return static_cast<const CudaBackend&>(backend).stream();
 }
 
 }  // namespace condsim

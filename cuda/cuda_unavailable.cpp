@@ -1,10 +1,6 @@
 // Stand-ins for a build without the CUDA backend (CONDSIM_CUDA=OFF or no nvcc found).
 #include "cuda/cuda_backend.h"
-#include "models/collision/detect_kernels.h"
-#include "models/cond/cond_kernels.h"
-#include "models/fem/fem_kernels.h"
-#include "models/rod/rod_kernels.h"
-#include "models/system/system_kernels.h"
+#include "models/kernel_list.h"
 
 namespace condsim {
 
@@ -18,24 +14,18 @@ std::unique_ptr<Backend> MakeCudaBackend(const BackendOptions& /*options*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 
-std::unique_ptr<CondKernels> MakeCudaCondKernels(void* /*stream*/) {
+// every kernel set (models/kernel_list.h) throws as the backend does
+namespace cuda {
+
+template <class Set>
+std::unique_ptr<Set> MakeKernels(Backend& /*backend*/) {
   throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
 }
 
-std::unique_ptr<FemKernels> MakeCudaFemKernels(void* /*stream*/) {
-  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
-}
+#define CONDSIM_INSTANTIATE_KERNELS(Set) template std::unique_ptr<Set> MakeKernels<Set>(Backend&);
+CONDSIM_KERNEL_SETS(CONDSIM_INSTANTIATE_KERNELS)
+#undef CONDSIM_INSTANTIATE_KERNELS
 
-std::unique_ptr<RodKernels> MakeCudaRodKernels(void* /*stream*/) {
-  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
-}
-
-std::unique_ptr<SystemKernels> MakeCudaSystemKernels(void* /*stream*/) {
-  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
-}
-
-std::unique_ptr<DetectKernels> MakeCudaDetectKernels(void* /*stream*/) {
-  throw Error("the cuda backend is not usable: " + ProbeCuda(0).reason);
-}
+}  // namespace cuda
 
 }  // namespace condsim

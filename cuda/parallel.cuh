@@ -42,7 +42,7 @@ void ParallelFor(Index n, const F& f, cudaStream_t stream = nullptr) {
   CONDSIM_CUDA_CHECK(cudaGetLastError());
 }
 
-// the executor that shared model kernels (models/**/*_kernels_impl.h) are instantiated with
+// the executor that model kernel sets are instantiated with (models/kernel_set.h)
 struct Exec {
   cudaStream_t stream;
   template <class F>

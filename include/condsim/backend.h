@@ -74,10 +74,6 @@ class Backend {
   virtual void CopyWithin(void* dst, const void* src, std::size_t bytes) = 0;
   // waits for all queued work (a no-op on the CPU)
   virtual void Synchronize() = 0;
-  // native execution handles for model kernels (models/**/*_kernels.h): the OpenMP thread
-  // count of the cpu backend (0 = OpenMP default) and the cudaStream_t of the cuda backend
-  virtual int cpu_threads() const { return 0; }
-  virtual void* cuda_stream() const { return nullptr; }
 
   // ---- vector primitives; sizes are checked, and outputs never alias inputs unless stated
   void Fill(Scalar value, Array<Scalar>* y);

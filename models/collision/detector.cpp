@@ -31,7 +31,7 @@ void DetectScene::Validate() const {
 Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backend), scene_(scene) {
   scene_.Validate();
   if (scene_.adj_ptr.empty()) scene_.adj_ptr.assign(std::size_t(scene_.num_vertices()) + 1, 0);
-  kernels_ = MakeDetectKernels(*backend);
+  kernels_ = MakeKernels<DetectKernels>(*backend);
   const Index nv = scene_.num_vertices(), nt = static_cast<Index>(scene_.tri_owner.size());
   const Index nq = static_cast<Index>(scene_.query.size());
   x_ = Array<Scalar>(backend, 3 * nv);

@@ -1,57 +1,64 @@
-// The COND loop's device operations, one virtual call per launch over raw backend pointers.
-// Implemented once (cond_kernels_impl.h) as a template over the backend's executor and
-// instantiated by cpu/cond_cpu.cpp and cuda/cond_cuda.cu.
+// The COND loop's launches (models/kernel_set.h). The named methods build each op from raw
+// backend pointers and Run it: the solver's call sites predate the generic Run.
 #pragma once
 
-#include <memory>
-
-#include "condsim/backend.h"
 #include "models/cond/cond_ops.h"
+#include "models/kernel_set.h"
 
 namespace condsim {
 
-class CondKernels {
+class CondKernels
+    : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
+                       RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
+                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
+                       BodyModeResidualOp, BodyModeSolveOp, BodyModeApplyOp> {
  public:
-  virtual ~CondKernels() = default;
-  virtual void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) = 0;
-  virtual void ApplyImpulses(const ContactView& c, const Index* order, Index begin, Index count,
-                             const Scalar* w, const Scalar* lambda, Scalar* u) = 0;
-  virtual void Sweep(const ContactView& c, const Index* order, Index begin, Index count,
-                     const Scalar* w, const unsigned char* env_active, Scalar omega,
-                     Projection projection, Scalar* lambda, Scalar* u) = 0;
-  virtual void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar relax,
-                         const Scalar* v, const Scalar* v_prev, Scalar* u) = 0;
-  virtual void Commit(Index n, const Index* node_env, const unsigned char* env_active,
-                      const Scalar* u, Scalar* v, Scalar* v_prev) = 0;
-  virtual void FrobeniusNodes(Index num_nodes, const Index* row_ptr, const Index* col_idx,
-                              const Scalar* values, Scalar* diag_sum, Scalar* row_norm2, Scalar* row_abs) = 0;
-  virtual void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
-                               const Scalar* diag_sum, const Scalar* row_norm2, const Scalar* row_abs, Scalar safeguard, Scalar* w) = 0;
-  virtual void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) = 0;
-  virtual void ChainFactor(Index chains, const ChainFactorOp& op) = 0;
-  virtual void ChainApply(Index chains, const ChainApplyOp& op) = 0;
-  virtual void RigidResponse(Index groups, const RigidResponseOp& op) = 0;
-  virtual void RigidContactSweep(Index groups, const RigidContactSweepOp& op) = 0;
-  virtual void SetNodeScalar(Index count, const SetNodeScalarOp& op) = 0;
-  virtual void BarycentricFrobenius(Index hosts, const BarycentricFrobeniusOp& op) = 0;
-  virtual void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) = 0;
-  virtual void BarycentricHost(Index hosts, const BarycentricHostOp& op) = 0;
-  virtual void BarycentricNode(Index nodes, const BarycentricNodeOp& op) = 0;
-  virtual void BodyModeProduct(Index listed, const BodyModeProductOp& op) = 0;
-  virtual void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) = 0;
-  virtual void BodyModeResidual(Index patches, const BodyModeResidualOp& op) = 0;
-  virtual void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) = 0;
-  virtual void BodyModeApply(Index listed, const BodyModeApplyOp& op) = 0;
+  void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
+    Run(n, FpiStepOp{v, w, r, u});
+  }
+  void ApplyImpulses(const ContactView& c, const Index* order, Index begin, Index count,
+                     const Scalar* w, const Scalar* lambda, Scalar* u) {
+    Run(count, ApplyImpulseOp{c, order, begin, w, lambda, u});
+  }
+  void Sweep(const ContactView& c, const Index* order, Index begin, Index count, const Scalar* w,
+             const unsigned char* env_active, Scalar omega, Projection projection, Scalar* lambda,
+             Scalar* u) {
+    Run(count, ContactSweepOp{c, order, begin, w, env_active, omega, projection, lambda, u});
+  }
+  void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar relax,
+                 const Scalar* v, const Scalar* v_prev, Scalar* u) {
+    Run(n, ChebyshevOp{node_env, nu_env, relax, v, v_prev, u});
+  }
+  void Commit(Index n, const Index* node_env, const unsigned char* env_active, const Scalar* u,
+              Scalar* v, Scalar* v_prev) {
+    Run(n, CommitOp{node_env, env_active, u, v, v_prev});
+  }
+  void FrobeniusNodes(Index num_nodes, const Index* row_ptr, const Index* col_idx,
+                      const Scalar* values, Scalar* diag_sum, Scalar* row_norm2, Scalar* row_abs) {
+    Run(num_nodes, FrobeniusNodeOp{row_ptr, col_idx, values, diag_sum, row_norm2, row_abs});
+  }
+  void FrobeniusGroups(Index num_groups, const Index* group_ptr, const Index* group_nodes,
+                       const Scalar* diag_sum, const Scalar* row_norm2, const Scalar* row_abs, Scalar safeguard, Scalar* w) {
+    Run(num_groups, FrobeniusGroupOp{group_ptr, group_nodes, diag_sum, row_norm2, row_abs, safeguard, w});
+  }
+  void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) {
+    Run(n, EnvScalarToDofOp{node_env, alpha_env, w});
+  }
+  void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }
+  void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }
+  void RigidResponse(Index groups, const RigidResponseOp& op) { Run(groups, op); }
+  void RigidContactSweep(Index groups, const RigidContactSweepOp& op) { Run(groups, op); }
+  void SetNodeScalar(Index count, const SetNodeScalarOp& op) { Run(count, op); }
+  void BarycentricFrobenius(Index hosts, const BarycentricFrobeniusOp& op) { Run(hosts, op); }
+  void BarycentricGamma(Index nodes, const BarycentricGammaOp& op) { Run(nodes, op); }
+  void BarycentricHost(Index hosts, const BarycentricHostOp& op) { Run(hosts, op); }
+  void BarycentricNode(Index nodes, const BarycentricNodeOp& op) { Run(nodes, op); }
+  void BodyModeProduct(Index listed, const BodyModeProductOp& op) { Run(listed, op); }
+  void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
+  void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
+  void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
+  void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
 };
-
-// per-backend instantiations (cpu/cond_cpu.cpp, cuda/cond_cuda.cu or cuda/cuda_unavailable.cpp)
-std::unique_ptr<CondKernels> MakeCpuCondKernels(int threads);
-std::unique_ptr<CondKernels> MakeCudaCondKernels(void* stream);
-
-// the kernels of the backend's kind, running on its threads / stream
-inline std::unique_ptr<CondKernels> MakeCondKernels(Backend& backend) {
-  return backend.kind() == BackendKind::kCpu ? MakeCpuCondKernels(backend.cpu_threads())
-                                             : MakeCudaCondKernels(backend.cuda_stream());
-}
 
 }  // namespace condsim

@@ -72,7 +72,7 @@ void CondParams::Validate() const {
 }
 
 CondSolver::CondSolver(Backend* backend, const CondParams& params)
-    : backend_(backend), params_(params), kernels_(MakeCondKernels(*backend)) {
+    : backend_(backend), params_(params), kernels_(MakeKernels<CondKernels>(*backend)) {
   params_.Validate();
 }
 

@@ -21,7 +21,7 @@ void FemMaterial::Validate(const std::string& where) const {
 
 FemModel::FemModel(Backend* backend, const TetMesh& mesh, const FemMaterial& material,
                    const std::string& source, const std::vector<FemLink>& links)
-    : backend_(backend), material_(material), kernels_(MakeFemKernels(*backend)) {
+    : backend_(backend), material_(material), kernels_(MakeKernels<FemKernels>(*backend)) {
   material.Validate(source);
   warnings_ = ValidateMesh(mesh, source);
   num_nodes_ = mesh.num_nodes();

@@ -82,7 +82,7 @@ RodModel::RodModel(Backend* backend, const RodGeometry& geometry, const RodMater
 
 RodModel::RodModel(Backend* backend, const std::vector<RodGeometry>& cables, const RodMaterial& material,
                    const RodEnd& start_end, const RodEnd& finish_end, const std::string& source)
-    : backend_(backend), material_(material), kernels_(MakeRodKernels(*backend)) {
+    : backend_(backend), material_(material), kernels_(MakeKernels<RodKernels>(*backend)) {
   material.Validate(source);
   CONDSIM_CHECK(!cables.empty(), source << ": no cables");
   for (int e = 0; e < 2; ++e) {

@@ -9,7 +9,7 @@
 
 namespace condsim {
 
-SystemMatrix::SystemMatrix(Backend* backend) : backend_(backend), kernels_(MakeSystemKernels(*backend)) {}
+SystemMatrix::SystemMatrix(Backend* backend) : backend_(backend), kernels_(MakeKernels<SystemKernels>(*backend)) {}
 
 SystemMatrix::~SystemMatrix() = default;
 
