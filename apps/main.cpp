@@ -12,10 +12,10 @@ namespace {
 void PrintUsage(std::ostream& out) {
   out << "usage: condsim <command> [options]\n"
          "commands:\n"
-         "  info                 version, build configuration, backends and why they are (not) usable\n"
-         "  run [options]        run the default scene (see `condsim run --help`)\n"
-         "  bench spmv|vector    SpMV / vector-op throughput in GB/s (see `condsim bench --help`)\n"
-         "  --version            print the version\n";
+         "  info                      version, build configuration, backends and why they are (not) usable\n"
+         "  run SCENE.json [options]  step a scene file (see `condsim run --help`; no scene: a built-in check)\n"
+         "  bench NAME [options]      benchmarks: spmv, vector, solver, fem, rod, detect, modes (see `condsim bench --help`)\n"
+         "  --version                 print the version\n";
 }
 
 }  // namespace

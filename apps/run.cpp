@@ -1,7 +1,7 @@
-// `condsim run`: the default scene. Until the scenes issue lands this is a placeholder that
-// exercises the whole backend path: a batch of hanging chains (node masses and springs, 3x3
-// blocks) assembled as one block-diagonal system A v = b of one implicit step, solved by the
-// damped Jacobi fixed-point iteration v <- v - W (A v - b) with W = omega diag(A)^-1 (the
+// `condsim run`: steps a scene file (RunSceneFile: progress, summary, HDF5 + XDMF output). Without
+// a scene it runs a built-in check of the backend path: a batch of hanging chains (node masses and
+// springs, 3x3 blocks) assembled as one block-diagonal system A v = b of one implicit step, solved
+// by the damped Jacobi fixed-point iteration v <- v - W (A v - b) with W = omega diag(A)^-1 (the
 // contact-free part of the paper's eq. 20), with per-environment convergence.
 #include <cmath>
 #include <cstdio>
@@ -211,8 +211,8 @@ int RunScene(const std::vector<std::string>& argv) {
                  "--seed N (0 .. 2^53 - 1): draw the scene's randomized values (its \"randomization\" ranges) with seed N;\n"
                  "without it the values written in the file are used.\n"
                  "--verbose: one line per step (iterations, residual, contacts, penetration, time).\n"
-                 "Without a scene: the placeholder default (one implicit step of a batch of hanging\n"
-                 "chains) with [--envs 8] [--nodes 1000] [--tol 1e-10] [--max-iters 10000].\n";
+                 "Without a scene: a built-in check of the backend path (one implicit step of a batch\n"
+                 "of hanging chains) with [--envs 8] [--nodes 1000] [--tol 1e-10] [--max-iters 10000].\n";
     return 0;
   }
   if (!args.positional().empty()) return RunSceneFile(args);
@@ -223,7 +223,7 @@ int RunScene(const std::vector<std::string>& argv) {
   const double tol = std::stod(args.Get("--tol", "1e-10"));
   if (!(tol > 0 && std::isfinite(tol))) throw Error("run: --tol must be a positive number");
   Backend& b = *sel.backend;
-  std::cout << "condsim run: placeholder scene 'hanging chains' (the scenes issue replaces it)\n"
+  std::cout << "condsim run: no scene given; built-in check 'hanging chains' (condsim run SCENE.json steps a scene)\n"
             << "backend: " << b.Describe() << " (" << sel.reason << ")\n";
 
   // environment e: mass 0.01 kg/node, stiffness 100 * (1 + e/envs) N/m, dt = 0.01 s, g = -9.81 z

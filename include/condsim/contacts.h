@@ -8,18 +8,26 @@
 
 #include "condsim/core.h"
 #include "condsim/math.h"
+#include "condsim/record.h"
 
 namespace condsim {
 
+// the contact record, one flat array per field (condsim/record.h): ContactSet on the host,
+// ContactView in the COND functors, ContactArrays on a backend
+#define CONDSIM_CONTACT_FIELDS(X)                                                                 \
+  X(Index, node_i)                                                                                \
+  X(Index, node_j)  /* -1 for an S-contact */                                                     \
+  X(Scalar, frame)  /* 9 per contact: R_c,m row-major, world -> contact frame; row 0 is the */    \
+                    /* normal (pointing from j, or the world, into i) */                          \
+  X(Scalar, phi)    /* phi_n,m [m/s]: J_n v + phi >= 0 (gap / step, restitution) */              \
+  X(Scalar, mu1)    /* friction along frame row 1 */                                              \
+  X(Scalar, mu2)    /* friction along frame row 2 (isotropic when mu1 == mu2) */                  \
+  X(Index, env)     /* environment of the contact */
+
+CONDSIM_RECORD_VIEW(ContactView, CONDSIM_CONTACT_FIELDS)
+
 struct ContactSet {
-  std::vector<Index> node_i;
-  std::vector<Index> node_j;   // -1 for an S-contact
-  std::vector<Scalar> frame;   // 9 per contact: R_c,m row-major, world -> contact frame;
-                               // row 0 is the normal (pointing from j, or the world, into i)
-  std::vector<Scalar> phi;     // phi_n,m [m/s]: J_n v + phi >= 0 (gap / step, restitution)
-  std::vector<Scalar> mu1;     // friction along frame row 1
-  std::vector<Scalar> mu2;     // friction along frame row 2 (isotropic when mu1 == mu2)
-  std::vector<Index> env;      // environment of the contact
+  CONDSIM_CONTACT_FIELDS(CONDSIM_RECORD_HOST_MEMBER)
 
   Index size() const { return static_cast<Index>(node_i.size()); }
   // appends a contact; j = -1 for an S-contact

@@ -1,8 +1,12 @@
-// The COND loop's launches (models/kernel_set.h). The named methods build each op from raw
-// backend pointers and Run it: the solver's call sites predate the generic Run.
+// The COND loop's launches (models/kernel_set.h): one Run per functor; the named methods build
+// the per-iteration ops from raw backend pointers.
 #pragma once
 
+#include "models/cond/barycentric_ops.h"
+#include "models/cond/body_mode_ops.h"
+#include "models/cond/chain_ops.h"
 #include "models/cond/cond_ops.h"
+#include "models/cond/rigid_ops.h"
 #include "models/kernel_set.h"
 
 namespace condsim {

@@ -1,0 +1,143 @@
+// COND body modes: exact correction of deformable bodies' patch motions (docs/solver.md, "Body modes"), shared by both backends.
+#pragma once
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+#include "condsim/record.h"
+#include "models/cond/cond_ops.h"
+
+namespace condsim {
+
+// A body is split into patches; patch p lists nodes node[ptr[p] .. ptr[p+1]) with arms r
+// (position - the patch's reference point) and six rigid modes Z_i = [I, -[r_i]x] (3x6 per
+// listed node, 0 elsewhere): over a body's patches, piecewise-rigid velocity fields (one patch:
+// the body's rigid motions). Each iteration, before the W step, the Galerkin correction
+// v += Z dv, dv = -(Z^T A Z)^-1 Z^T (A v - b), removes the residual in those modes exactly (the
+// slowest of W A: rigid motions at 2M/t against the stiffness, bending of thin parts). Contact
+// nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched. Z^T A Z couples the
+// patches of one body (dense, (6 m_b)^2, inverted on the host); bodies are independent.
+#define CONDSIM_BODY_MODE_FIELDS(X)                                                            \
+  X(Index, ptr)        /* per patch: its listed nodes node[ptr[p] .. ptr[p+1]) */               \
+  X(Index, node)                                                                                \
+  X(Scalar, arm)       /* 3 per listed node */                                                  \
+  X(Index, node_patch) /* per global node: its patch, or -1 */                                  \
+  X(Index, node_slot)  /* per global node: its position in `node`, or -1 */                     \
+  X(Index, patch_body) /* per patch: its body */                                                \
+  X(Index, body_ptr)   /* per body: patches body_ptr[b] .. body_ptr[b+1) */                     \
+  X(Index, c_off)      /* per body: offset of its (6 m_b)^2 coarse matrix (row-major) */        \
+  X(Index, t_ptr)      /* per listed node q: the patches its row of A reaches, */               \
+  X(Index, t_patch)    /*   t_patch[t_ptr[q] .. t_ptr[q+1]) (same body) */
+CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
+
+// Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
+CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Vec3* rot) {
+  *lin += x;
+  *rot += Cross(r, x);
+}
+
+// per listed node q and each patch P its row reaches: T_qP = sum_{j in P} A_ij Z_j as two 3x3
+// blocks (translation: sum A_ij at 2e; rotation: sum A_ij (-[r_j]x) at 2e + 1; e the entry)
+struct BodyModeProductOp {
+  BodyModeView m;
+  const Index* row_ptr;
+  const Index* col_idx;
+  const Scalar* values;
+  Scalar* t;  // 18 per entry
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = m.node[q], first = m.t_ptr[q], last = m.t_ptr[q + 1];
+    const Index body = m.patch_body[m.node_patch[i]];
+    for (Index e = first; e < last; ++e) {
+      StoreMat3(t, 2 * e, Mat3());
+      StoreMat3(t, 2 * e + 1, Mat3());
+    }
+    for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      const Index j = col_idx[k], p = m.node_patch[j];
+      if (p < 0 || m.patch_body[p] != body) continue;
+      Index e = first;
+      while (e + 1 < last && m.t_patch[e] != p) ++e;
+      const Mat3 a = LoadMat3(values, k);
+      StoreMat3(t, 2 * e, LoadMat3(t, 2 * e) + a);
+      StoreMat3(t, 2 * e + 1, LoadMat3(t, 2 * e + 1) - a * Skew(LoadVec3(m.arm, m.node_slot[j])));
+    }
+  }
+};
+
+// per patch p: its six rows of the body's A_c = Z^T A Z = sum_q Z_q^T T_qP (one thread per
+// patch; it writes only its own rows)
+struct BodyModeMatrixOp {
+  BodyModeView m;
+  const Scalar* t;
+  Scalar* ac;
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    const Index b = m.patch_body[p], first = m.body_ptr[b];
+    const Index ld = 6 * (m.body_ptr[b + 1] - first), row0 = 6 * (p - first);
+    Scalar* out = ac + m.c_off[b] + std::int64_t(row0) * ld;
+    for (std::int64_t k = 0; k < 6 * std::int64_t(ld); ++k) out[k] = 0;
+    for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) {
+      const Mat3 sk = Skew(LoadVec3(m.arm, q));
+      for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+        // blocks [[T_lin, T_rot], [[r]x T_lin, [r]x T_rot]]
+        const Mat3 t_lin = LoadMat3(t, 2 * e), t_rot = LoadMat3(t, 2 * e + 1);
+        const Mat3 blk[4] = {t_lin, t_rot, sk * t_lin, sk * t_rot};
+        const Index col0 = 6 * (m.t_patch[e] - first);
+        for (int row = 0; row < 6; ++row)
+          for (int c = 0; c < 6; ++c) out[std::int64_t(row) * ld + col0 + c] += blk[2 * (row / 3) + c / 3](row % 3, c % 3);
+      }
+    }
+  }
+};
+
+// per patch: g = Z^T r with r = A v - b (0 when its environment stopped)
+struct BodyModeResidualOp {
+  BodyModeView m;
+  const Scalar* r;
+  const Index* node_env;
+  const unsigned char* env_active;
+  Scalar* g;  // 6 per patch
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    Vec3 g_lin, g_rot;
+    const bool active = m.ptr[p + 1] > m.ptr[p] && env_active[node_env[m.node[m.ptr[p]]]];
+    if (active)
+      for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) ModeTranspose(LoadVec3(m.arm, q), LoadVec3(r, m.node[q]), &g_lin, &g_rot);
+    StoreVec3(g, 2 * p, g_lin);
+    StoreVec3(g, 2 * p + 1, g_rot);
+  }
+};
+
+// per coarse row k (6 per patch): dv_k = -(A_c^-1 g)_k within the patch's body
+struct BodyModeSolveOp {
+  BodyModeView m;
+  const Scalar* ac_inv;
+  const Scalar* g;
+  Scalar* dv;  // 6 per patch
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index p = k / 6, b = m.patch_body[p], first = m.body_ptr[b];
+    const Index ld = 6 * (m.body_ptr[b + 1] - first);
+    const Scalar* row = ac_inv + m.c_off[b] + std::int64_t(6 * (p - first) + k % 6) * ld;
+    const Scalar* gb = g + 6 * std::int64_t(first);
+    Scalar s = 0;
+    for (Index c = 0; c < ld; ++c) s += row[c] * gb[c];
+    dv[k] = -s;
+  }
+};
+
+// per listed node: v_i += Z_i dv_p = dv_lin + dv_ang x r and r_i += sum_P T_iP dv_P (r stays
+// A v - b)
+struct BodyModeApplyOp {
+  BodyModeView m;
+  const Scalar* t;
+  const Scalar* dv;
+  Scalar* v;
+  Scalar* r;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = m.node[q], p = m.node_patch[i];
+    AddVec3(v, i, LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q)));
+    Vec3 dr;
+    for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+      const Index pe = m.t_patch[e];
+      dr += LoadMat3(t, 2 * e) * LoadVec3(dv, 2 * pe) + LoadMat3(t, 2 * e + 1) * LoadVec3(dv, 2 * pe + 1);
+    }
+    AddVec3(r, i, dr);
+  }
+};
+}  // namespace condsim

@@ -1,0 +1,115 @@
+// Body-mode patches of deformable bodies from their nodes' positions (cond_body_modes.h).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <numeric>
+
+#include "condsim/error.h"
+#include "models/cond/cond_body_modes.h"
+
+namespace condsim {
+namespace {
+// GridPatches makes patches of at least 8 points, and at most one per 16 points
+constexpr Index kMinPatchPoints = 8;
+}  // namespace
+
+std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target) {
+  const std::size_t n = x.size() / 3;
+  std::vector<Index> patch(n, 0);
+  target = std::min<Index>(target, static_cast<Index>(n) / (2 * kMinPatchPoints));
+  if (target <= 1) return patch;
+  Vec3 lo = LoadVec3(x.data(), 0), hi = lo;
+  for (std::size_t i = 1; i < n; ++i)
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min(lo[d], x[3 * i + d]);
+      hi[d] = std::max(hi[d], x[3 * i + d]);
+    }
+  // cells of size h from lo; the number of non-empty ones
+  using Key = std::array<std::int64_t, 3>;
+  auto key_of = [&](std::size_t i, Scalar h) {
+    Key key;
+    for (int d = 0; d < 3; ++d) key[d] = static_cast<std::int64_t>(std::floor((x[3 * i + d] - lo[d]) / h));
+    return key;
+  };
+  std::map<Key, Index> cells;  // cell -> its point count
+  auto assign = [&](Scalar h) {
+    cells.clear();
+    for (std::size_t i = 0; i < n; ++i) ++cells[key_of(i, h)];
+    return static_cast<Index>(cells.size());
+  };
+  // bisection on h: hi_h leaves at most target cells (one cell spans the box), lo_h more
+  Scalar hi_h = Scalar(1.001) * std::max({hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], Scalar(1e-30)});
+  Scalar lo_h = hi_h / Scalar(2 * target);
+  while (assign(lo_h) <= target && lo_h > Scalar(1e-12) * hi_h) lo_h /= 2;
+  while (hi_h - lo_h > Scalar(1e-3) * hi_h) {
+    const Scalar mid = (lo_h + hi_h) / 2;
+    (assign(mid) <= target ? hi_h : lo_h) = mid;
+  }
+  assign(hi_h);
+  // cells with fewer than kMinPatchPoints points join the nearest larger cell (the first in cell
+  // order on ties); the rest are numbered in cell order
+  std::vector<Key> keys;
+  std::vector<Index> size;
+  for (const auto& [key, count] : cells) {
+    keys.push_back(key);
+    size.push_back(count);
+  }
+  std::vector<Index> id(keys.size(), -1);
+  Index next = 0;
+  for (std::size_t c = 0; c < keys.size(); ++c)
+    if (size[c] >= kMinPatchPoints) id[c] = next++;
+  if (next == 0) return patch;
+  for (std::size_t c = 0; c < keys.size(); ++c) {
+    if (id[c] >= 0 || size[c] >= kMinPatchPoints) continue;
+    std::int64_t best = -1;
+    std::size_t best_cell = 0;
+    for (std::size_t o = 0; o < keys.size(); ++o) {
+      if (size[o] < kMinPatchPoints) continue;
+      std::int64_t dist = 0;
+      for (int d = 0; d < 3; ++d) dist += (keys[o][d] - keys[c][d]) * (keys[o][d] - keys[c][d]);
+      if (best < 0 || dist < best) {
+        best = dist;
+        best_cell = o;
+      }
+    }
+    id[c] = id[best_cell];
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const Key key = key_of(i, hi_h);
+    patch[i] = id[std::size_t(std::lower_bound(keys.begin(), keys.end(), key) - keys.begin())];
+  }
+  return patch;
+}
+
+void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes) {
+  CONDSIM_CHECK(x.size() == 3 * patch.size(), "AppendBodyPatches: " << x.size() << " coordinates for " << patch.size() << " nodes");
+  if (modes->body_ptr.empty()) modes->body_ptr.push_back(0);
+  const Index count = static_cast<Index>(patch.size());
+  const Index num_patches = count == 0 ? 0 : *std::max_element(patch.begin(), patch.end()) + 1;
+  // nodes grouped by patch (counting sort keeps node order within a patch)
+  std::vector<Index> start(std::size_t(num_patches) + 1, 0);
+  for (Index p : patch) {
+    CONDSIM_CHECK(p >= 0, "AppendBodyPatches: negative patch " << p);
+    ++start[std::size_t(p) + 1];
+  }
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<Index> order(static_cast<std::size_t>(count));
+  std::vector<Index> fill(start.begin(), start.end() - 1);
+  for (Index i = 0; i < count; ++i) order[std::size_t(fill[std::size_t(patch[i])]++)] = i;
+  for (Index p = 0; p < num_patches; ++p) {
+    Vec3 centre;
+    for (Index k = start[p]; k < start[p + 1]; ++k) centre += LoadVec3(x.data(), order[k]);
+    centre = centre / Scalar(std::max<Index>(start[p + 1] - start[p], 1));
+    for (Index k = start[p]; k < start[p + 1]; ++k) {
+      modes->node.push_back(first + order[k]);
+      const Vec3 arm = LoadVec3(x.data(), order[k]) - centre;
+      for (int d = 0; d < 3; ++d) modes->arm.push_back(arm[d]);
+    }
+    modes->ptr.push_back(static_cast<Index>(modes->node.size()));
+  }
+  modes->body_ptr.push_back(modes->size());
+}
+
+}  // namespace condsim

@@ -1,0 +1,176 @@
+// COND body modes: the exact correction of deformable bodies' patch motions (docs/solver.md,
+// "Body modes").
+#include "models/cond/cond_body_modes.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <Eigen/Dense>
+
+#include "condsim/error.h"
+#include "models/cond/cond_kernels.h"
+#include "models/cond/cond_solver.h"
+
+namespace condsim {
+namespace {
+// a patch needs 4 listed nodes (fewer: its rotations are degenerate)
+constexpr Index kMinPatchNodes = 4;
+constexpr double kPatchRegularization = 1e-10;
+}  // namespace
+
+void CondBodyModes::Set(const BodyModes& modes) {
+  CONDSIM_CHECK(!modes.ptr.empty() && modes.ptr.front() == 0 && std::size_t(modes.ptr.back()) == modes.node.size() &&
+                    modes.arm.size() == 3 * modes.node.size(),
+                "SetBodyModes: inconsistent arrays");
+  for (std::size_t p = 0; p + 1 < modes.ptr.size(); ++p)
+    CONDSIM_CHECK(modes.ptr[p + 1] >= modes.ptr[p], "SetBodyModes: decreasing ptr at patch " << p);
+  CONDSIM_CHECK(modes.body_ptr.empty() || (modes.body_ptr.front() == 0 && modes.body_ptr.back() == modes.size() &&
+                                           std::is_sorted(modes.body_ptr.begin(), modes.body_ptr.end())),
+                "SetBodyModes: body_ptr must run from 0 to the number of patches");
+  for (std::size_t k = 0; k < modes.node.size(); ++k)
+    CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
+  for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
+  modes_ = modes;
+  num_patches_ = 0;  // until Prepare
+}
+
+void CondBodyModes::SelectPatches(BodyModeHost* used) const {
+  const Index nodes = ctx_->nodes;
+  // the patches less the nodes the contact step touches (contact nodes, barycentric hosts and
+  // virtual nodes with their own Gamma): the modes then never move a contact node, so the
+  // contact step (Alg. 2) is unchanged
+  std::vector<unsigned char> excluded = ctx_->in_contact_host;
+  for (Index k = 0; k < nodes; ++k) excluded[k] |= ctx_->own_gamma_host[k];
+  const Index num_bodies = modes_.body_ptr.empty() ? modes_.size() : Index(modes_.body_ptr.size()) - 1;
+  used->ptr.assign(1, 0);
+  used->body_ptr.assign(1, 0);
+  used->node_patch.assign(std::size_t(nodes), -1);
+  used->node_slot.assign(std::size_t(nodes), -1);
+  std::vector<unsigned char> seen(std::size_t(nodes), 0);
+  for (Index body = 0; body < num_bodies; ++body) {
+    const Index p0 = modes_.body_ptr.empty() ? body : modes_.body_ptr[body];
+    const Index p1 = modes_.body_ptr.empty() ? body + 1 : modes_.body_ptr[body + 1];
+    for (Index p = p0; p < p1; ++p) {
+      const Index start = static_cast<Index>(used->node.size());
+      for (Index q = modes_.ptr[p]; q < modes_.ptr[p + 1]; ++q) {
+        const Index i = modes_.node[q];
+        CONDSIM_CHECK(i < nodes, "SetBodyModes: node " << i << " is not a node of A (" << nodes << " nodes)");
+        CONDSIM_CHECK(!seen[i], "SetBodyModes: node " << i << " is in more than one patch");
+        seen[i] = 1;
+        if (excluded[i]) continue;
+        used->node.push_back(i);
+        for (int d = 0; d < 3; ++d) used->arm.push_back(modes_.arm[3 * std::size_t(q) + d]);
+      }
+      // fewer than 4 nodes: rotations degenerate, left out
+      if (static_cast<Index>(used->node.size()) - start < kMinPatchNodes) {
+        used->node.resize(std::size_t(start));
+        used->arm.resize(3 * std::size_t(start));
+        continue;
+      }
+      const Index patch = static_cast<Index>(used->ptr.size()) - 1;
+      for (Index q = start; q < static_cast<Index>(used->node.size()); ++q) {
+        used->node_patch[used->node[q]] = patch;
+        used->node_slot[used->node[q]] = q;
+      }
+      used->ptr.push_back(static_cast<Index>(used->node.size()));
+      used->patch_body.push_back(static_cast<Index>(used->body_ptr.size()) - 1);
+    }
+    const Index patches = static_cast<Index>(used->ptr.size()) - 1;
+    if (patches > used->body_ptr.back()) used->body_ptr.push_back(patches);
+  }
+}
+
+void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) const {
+  used->t_ptr.assign(1, 0);
+  used->c_off.assign(1, 0);
+  for (Index q = 0; q < static_cast<Index>(used->node.size()); ++q) {
+    const Index i = used->node[q], body = used->patch_body[std::size_t(used->node_patch[i])];
+    const Index first = used->t_ptr.back();
+    for (Index k = pattern.row_ptr[i]; k < pattern.row_ptr[i + 1]; ++k) {
+      const Index p = used->node_patch[pattern.col_idx[k]];
+      if (p < 0 || used->patch_body[std::size_t(p)] != body) continue;
+      if (std::find(used->t_patch.begin() + first, used->t_patch.end(), p) == used->t_patch.end()) used->t_patch.push_back(p);
+    }
+    used->t_ptr.push_back(static_cast<Index>(used->t_patch.size()));
+  }
+  const Index bodies = static_cast<Index>(used->body_ptr.size()) - 1;
+  for (Index body = 0; body < bodies; ++body) {
+    const Index ld = 6 * (used->body_ptr[body + 1] - used->body_ptr[body]);
+    CONDSIM_CHECK(std::int64_t(used->c_off.back()) + std::int64_t(ld) * ld < std::numeric_limits<Index>::max(),
+                  "COND: the body modes' coarse matrices exceed " << std::numeric_limits<Index>::max()
+                                                                 << " entries; lower body_mode_patches");
+    used->c_off.push_back(used->c_off.back() + ld * ld);
+  }
+}
+
+void CondBodyModes::InvertCoarse(const BodyModeHost& used, std::vector<Scalar>* ac) const {
+  const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
+  for (Index body = 0; body < bodies; ++body) {
+    const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
+    using MatX = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+    using VecX = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+    Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(ac->data() + used.c_off[body], ld, ld);
+    const MatX sym = Scalar(0.5) * (m + m.transpose());
+    const VecX d = sym.diagonal();
+    // a body whose A_c is not positive definite gets no correction
+    if (!sym.allFinite() || (d.array() <= 0).any()) {
+      m.setZero();
+      continue;
+    }
+    // S = D^-1/2 A_c D^-1/2 (unit diagonal) + 1e-10 I: a patch's degenerate direction (e.g. the
+    // rotation about the line of collinear nodes) gets a bounded, negligible correction
+    const VecX s = d.array().rsqrt();
+    MatX scaled = s.asDiagonal() * sym * s.asDiagonal();
+    scaled.diagonal().array() += Scalar(kPatchRegularization);
+    const Eigen::LLT<MatX> llt(scaled);
+    if (llt.info() != Eigen::Success) {
+      m.setZero();
+      continue;
+    }
+    // A_c^-1 = D^-1/2 L^-T L^-1 D^-1/2
+    MatX l_inv = MatX::Identity(ld, ld);
+    llt.matrixL().solveInPlace(l_inv);
+    m = s.asDiagonal() * (l_inv.transpose() * l_inv) * s.asDiagonal();
+    if (!m.allFinite()) m.setZero();
+  }
+}
+
+void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
+  // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
+  num_patches_ = 0;
+  if (!ctx_->params->body_modes || ctx_->params->step_size != StepSize::kFrobenius) return;
+  BodyModeHost used;
+  SelectPatches(&used);
+  num_patches_ = static_cast<Index>(used.ptr.size()) - 1;
+  if (num_patches_ == 0) return;
+  listed_ = static_cast<Index>(used.node.size());
+  Coupling(a.pattern(), &used);
+  arrays_.Upload(ctx_->backend, used);
+  Backend* b = ctx_->backend;
+  if (t_.size() < 18 * used.t_ptr.back()) t_ = Array<Scalar>(b, 18 * used.t_ptr.back());
+  if (ac_.size() != used.c_off.back()) ac_ = Array<Scalar>(b, used.c_off.back());
+  if (dv_.size() != 6 * num_patches_) {
+    g_ = Array<Scalar>(b, 6 * num_patches_);
+    dv_ = Array<Scalar>(b, 6 * num_patches_);
+  }
+  if (v_keep_.size() != 3 * ctx_->nodes) v_keep_ = Array<Scalar>(b, 3 * ctx_->nodes);
+  // T = A Z per listed node, A_c = Z^T A Z per body; the inverses on the host
+  const BodyModeView view = arrays_.view();
+  ctx_->kernels->BodyModeProduct(listed_, BodyModeProductOp{view, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});
+  ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), ac_.data()});
+  std::vector<Scalar> ac = ac_.ToHost();
+  InvertCoarse(used, &ac);
+  ac_.CopyFromHost(ac);
+}
+
+const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
+  ctx_->backend->Copy(v, &v_keep_);
+  const BodyModeView view = arrays_.view();
+  CondKernels& k = *ctx_->kernels;
+  k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
+  k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), dv_.data()});
+  k.BodyModeApply(listed_, BodyModeApplyOp{view, t_.data(), dv_.data(), v_keep_.data(), ctx_->r.data()});
+  return v_keep_;
+}
+
+}  // namespace condsim

@@ -1,0 +1,77 @@
+// Body modes of the COND loop (docs/solver.md, "Body modes"): deformable bodies whose slow
+// motions the solver corrects exactly each iteration (a Galerkin step on Z = [I, -[r]x] per node
+// before the W step). A body is split into patches, each moving rigidly in Z: one patch gives the
+// body's six rigid motions (with the diagonal W these move at the rate 2M/t : stiffness, 10^-4
+// per iteration for a stiff FEM ball at t = 10 ms); several give piecewise-rigid fields that also
+// reach bending and stretching of thin bodies. The fixed point is unchanged. Each solve leaves out
+// the contact nodes (and barycentric virtual nodes with their hosts), so the modes never move a
+// contact node and the diagonal contact step is untouched; a patch left with fewer than 4 nodes
+// is left out too. A node belongs to at most one patch. Frobenius W only.
+#pragma once
+
+#include <vector>
+
+#include "models/cond/body_mode_ops.h"
+#include "models/cond/cond_context.h"
+
+namespace condsim {
+
+// patches per body at most (the coarse matrix of a body is dense: (6 m)^2, inverted per solve)
+constexpr int kMaxBodyModePatches = 128;
+
+// the patches as given to CondSolver::SetBodyModes
+struct BodyModes {
+  std::vector<Index> ptr{0};   // patch p: node[ptr[p] .. ptr[p+1])
+  std::vector<Index> node;
+  std::vector<Scalar> arm;     // 3 per listed node: position - the patch's reference point [m]
+  std::vector<Index> body_ptr;  // body k: patches body_ptr[k] .. body_ptr[k+1); empty: one
+                                // patch per body
+  Index size() const { return static_cast<Index>(ptr.size()) - 1; }
+};
+
+// patches of the points x (3 per point), at most `target` and at most one per 16 points: the
+// cells of a cubic grid from the points' lower bounding-box corner, with the smallest cell size
+// (bisection, relative 10^-3) that leaves at most that many non-empty cells; a cell with fewer
+// than 8 points joins the nearest larger one. Returns each point's patch (0 .. count-1, in cell
+// order)
+std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target);
+// appends one body to `modes`: its nodes first + i grouped by patch[i] (0 .. max), arms from
+// each patch's mean position in x (3 per node), and closes the body in body_ptr (started as
+// {0} when empty)
+void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes);
+
+CONDSIM_RECORD_HOST(BodyModeHost, CONDSIM_BODY_MODE_FIELDS)
+CONDSIM_RECORD_ARRAYS(BodyModeArrays, BodyModeView, CONDSIM_BODY_MODE_FIELDS)
+
+class CondBodyModes : public CondComponent {
+ public:
+  using CondComponent::CondComponent;
+  void Set(const BodyModes& modes);
+  bool active() const override { return modes_.size() > 0; }
+  // the patches of this solve (less the nodes the contact step touches) and the inverses of
+  // their coarse matrices Z^T A Z
+  void Prepare(DeviceBlockMatrix& a) override;
+  // whether this solve corrects anything
+  bool correcting() const { return num_patches_ > 0; }
+  // a copy of v corrected in the patches' modes, v + Z dv with dv = -(Z^T A Z)^-1 Z^T r, with
+  // r = A v - b updated to match (the W step starts from it; v itself stays for Chebyshev)
+  const Array<Scalar>& Corrected(const Array<Scalar>& v);
+
+ private:
+  // this solve's patches: the listed nodes that the contact step does not touch, patches of at
+  // least 4 such nodes; fills host's ptr, node, arm, node_patch, node_slot, patch_body, body_ptr
+  void SelectPatches(BodyModeHost* host) const;
+  // per listed node the patches its row of A reaches (t_ptr, t_patch); per body its coarse
+  // matrix's offset (c_off)
+  void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
+  // the coarse matrices' inverses in place (row-major, per body at c_off)
+  void InvertCoarse(const BodyModeHost& host, std::vector<Scalar>* ac) const;
+
+  BodyModes modes_;
+  Index num_patches_ = 0;  // patches in use (0 when off)
+  Index listed_ = 0;       // their nodes in this solve
+  BodyModeArrays arrays_;
+  Array<Scalar> t_, ac_, g_, dv_, v_keep_;
+};
+
+}  // namespace condsim

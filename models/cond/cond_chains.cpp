@@ -1,0 +1,72 @@
+// COND chains: exact W on banded sub-systems (docs/solver.md, "Chains").
+#include "models/cond/cond_chains.h"
+
+#include <algorithm>
+
+#include "condsim/error.h"
+#include "models/cond/cond_kernels.h"
+#include "models/cond/cond_solver.h"
+
+namespace condsim {
+
+void CondChains::Set(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band) {
+  CONDSIM_CHECK(ptr.empty() || (ptr.front() == 0 && std::size_t(ptr.back()) == nodes.size()),
+                "SetChains: ptr must start at 0 and end at the number of chain nodes (" << nodes.size() << ")");
+  for (std::size_t c = 1; c < ptr.size(); ++c) CONDSIM_CHECK(ptr[c - 1] < ptr[c], "SetChains: chain " << c - 1 << " is empty");
+  CONDSIM_CHECK(band >= 1 || nodes.empty(), "SetChains: band must be >= 1 node, got " << band);
+  std::vector<Index> sorted = nodes;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::size_t k = 0; k < sorted.size(); ++k) {
+    CONDSIM_CHECK(sorted[k] >= 0, "SetChains: negative node " << sorted[k]);
+    CONDSIM_CHECK(k == 0 || sorted[k] != sorted[k - 1], "SetChains: node " << sorted[k] << " is in more than one chain");
+  }
+  ptr_ = ptr.size() > 1 ? ptr : std::vector<Index>();
+  nodes_ = nodes;
+  band_ = band;
+  dirty_ = true;
+}
+
+void CondChains::Check() const {
+  CONDSIM_CHECK(ctx_->params->step_size == StepSize::kFrobenius, "COND: chains need the Frobenius step size");
+}
+
+void CondChains::Prepare(DeviceBlockMatrix& a) {
+  const Index chains = static_cast<Index>(ptr_.size()) - 1;
+  if (dirty_ || matrix_ != &a) {
+    Check();
+    const BlockPattern& p = a.pattern();
+    ChainHost host;
+    host.ptr = ptr_;
+    host.nodes = nodes_;
+    host.band_block.assign(nodes_.size() * std::size_t(band_ + 1), -1);
+    host.factor_offset.assign(static_cast<std::size_t>(chains) + 1, 0);
+    for (Index c = 0; c < chains; ++c) {
+      for (Index g = ptr_[c]; g < ptr_[c + 1]; ++g) {
+        CONDSIM_CHECK(nodes_[g] < ctx_->nodes, "SetChains: node " << nodes_[g] << " is not a node of A");
+        for (Index d = 0; d <= band_ && g - d >= ptr_[c]; ++d)
+          host.band_block[std::size_t(g) * (band_ + 1) + d] = p.Find(nodes_[g], nodes_[g - d]);
+      }
+      const std::size_t len = 3 * std::size_t(ptr_[c + 1] - ptr_[c]);
+      host.factor_offset[c + 1] =
+          CheckedIndex(std::size_t(host.factor_offset[c]) + len * std::size_t(ChainBandwidth(band_) + 1), "chain factor size");
+    }
+    arrays_.Upload(ctx_->backend, host);
+    factor_ = Array<Scalar>(ctx_->backend, host.factor_offset.back());
+    ok_ = Array<unsigned char>(ctx_->backend, chains);
+    d_ = Array<Scalar>(ctx_->backend, 3 * ctx_->nodes);
+    matrix_ = &a;
+    dirty_ = false;
+  }
+  ctx_->kernels->ChainFactor(chains, ChainFactorOp{View(), a.values().data(), factor_.data(), ok_.data()});
+}
+
+void CondChains::Step(const Array<Scalar>& start) {
+  Backend& be = *ctx_->backend;
+  const Index chains = static_cast<Index>(ptr_.size()) - 1;
+  be.Multiply(ctx_->w, ctx_->r, &d_);
+  ctx_->kernels->ChainApply(chains, ChainApplyOp{View(), factor_.data(), ok_.data(), ctx_->w.data(), ctx_->r.data(), d_.data()});
+  be.Copy(start, &ctx_->u);
+  be.Axpby(-1, d_, 1, &ctx_->u);
+}
+
+}  // namespace condsim

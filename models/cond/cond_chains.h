@@ -1,0 +1,42 @@
+// Chains of the COND loop (docs/solver.md, "Chains"): ordered node lists whose part of A is
+// block-banded with reach `band` nodes (a rod: its nodes in order, band 3). W on a chain's
+// contact-free nodes is the exact inverse of that sub-system (banded Cholesky, ChainFactorOp),
+// which makes stiff cables converge in a few iterations; contact nodes keep the scalar
+// Frobenius w (Gamma stays diagonal, Prop. 3). Frobenius W only.
+#pragma once
+
+#include <vector>
+
+#include "models/cond/chain_ops.h"
+#include "models/cond/cond_context.h"
+
+namespace condsim {
+
+CONDSIM_RECORD_HOST(ChainHost, CONDSIM_CHAIN_FIELDS)
+CONDSIM_RECORD_ARRAYS(ChainArrays, ChainRecord, CONDSIM_CHAIN_FIELDS)
+
+class CondChains : public CondComponent {
+ public:
+  using CondComponent::CondComponent;
+  // chain c holds nodes[ptr[c] .. ptr[c+1]); a node belongs to at most one chain
+  void Set(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
+  bool active() const override { return !ptr_.empty(); }
+  void Check() const override;
+  // the band's blocks of A (when the chains or the matrix object changed), then the factors
+  void Prepare(DeviceBlockMatrix& a) override;
+  // d = W r with the chains' exact blocks (the scalar w elsewhere), then u = start - d (eq. 20)
+  void Step(const Array<Scalar>& start);
+
+ private:
+  ChainView View() const { return ChainView{arrays_.view(), ctx_->in_contact.data(), band_}; }
+
+  std::vector<Index> ptr_, nodes_;
+  Index band_ = 0;
+  bool dirty_ = false;
+  const DeviceBlockMatrix* matrix_ = nullptr;
+  ChainArrays arrays_;
+  Array<Scalar> factor_, d_;
+  Array<unsigned char> ok_;
+};
+
+}  // namespace condsim

@@ -1,0 +1,166 @@
+// COND rigid groups: exact answers of rigid bodies to contact forces (docs/solver.md, "Rigid groups"), shared by both backends.
+#pragma once
+
+#include "condsim/core.h"
+#include "condsim/math.h"
+#include "condsim/record.h"
+#include "models/cond/cond_ops.h"
+
+namespace condsim {
+
+// rigid groups (CondSolver::SetRigidGroups): group g holds bodies body_ptr[g] .. body_ptr[g+1)
+// (bodies coupled by joints; one body when it has none) and the inverse of their dense block of A
+// (6 n_g x 6 n_g, row-major, at ao_inv + inv_off[g]); body k has velocity nodes trans[k] (v) and
+// rot[k] (omega) and virtual nodes node[ptr[k] .. ptr[k+1]) at arms r (J = [I, -[r]x], eq. 15)
+// with gains kv
+constexpr int kMaxRigidGroupBodies = 8;
+#define CONDSIM_RIGID_GROUP_FIELDS(X) \
+  X(Index, body_ptr)                   \
+  X(Index, inv_off)                    \
+  X(Index, trans)                      \
+  X(Index, rot)                        \
+  X(Scalar, ao_inv)                    \
+  X(Index, ptr)                        \
+  X(Index, node)                       \
+  X(Scalar, arm)                       \
+  X(Scalar, kv)
+CONDSIM_RECORD_VIEW(RigidGroupView, CONDSIM_RIGID_GROUP_FIELDS)
+
+// the group's velocities v_o = A_o^-1 (b_o + sum_v J_v^T f_v) for the contact forces f (Jc^T
+// lambda per DOF) (eq. 15 solved for the group); vo holds 6 per body (v, omega)
+CONDSIM_HD_INLINE void RigidGroupVelocity(const RigidGroupView& g, Index grp, const Scalar* b, const Scalar* f, Scalar* vo) {
+  const Index first = g.body_ptr[grp];
+  const int nb = static_cast<int>(g.body_ptr[grp + 1] - first), n = 6 * nb;
+  Scalar s[6 * kMaxRigidGroupBodies];
+  for (int q = 0; q < nb; ++q) {
+    const Index k = first + q;
+    Vec3 st = LoadVec3(b, g.trans[k]), sr = LoadVec3(b, g.rot[k]);
+    for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+      const Vec3 fv = LoadVec3(f, g.node[e]);
+      st += fv;
+      sr += Cross(LoadVec3(g.arm, e), fv);  // J^T f: force and torque r x f
+    }
+    for (int i = 0; i < 3; ++i) {
+      s[6 * q + i] = st[i];
+      s[6 * q + 3 + i] = sr[i];
+    }
+  }
+  const Scalar* m = g.ao_inv + g.inv_off[grp];
+  for (int i = 0; i < n; ++i) {
+    vo[i] = 0;
+    for (int j = 0; j < n; ++j) vo[i] += m[n * i + j] * s[j];
+  }
+}
+
+// the group's exact answer to the contact forces f: v_o (RigidGroupVelocity), and each virtual
+// node v_v = J_v v_o + f_v / kv (eq. 15). Writes u_v = v_v - w_v f_v before the sweeps (the sweep
+// adds w_v f_v back), or u_o and u_v = v_v after them.
+struct RigidResponseOp {
+  RigidGroupView g;
+  const Scalar* b;
+  const Scalar* f;
+  const Scalar* w;
+  bool before_sweep;
+  Scalar* u;
+  CONDSIM_HD void operator()(Index grp) const {
+    const Index first = g.body_ptr[grp];
+    const int nb = static_cast<int>(g.body_ptr[grp + 1] - first);
+    Scalar vo[6 * kMaxRigidGroupBodies];
+    RigidGroupVelocity(g, grp, b, f, vo);
+    for (int q = 0; q < nb; ++q) {
+      const Index k = first + q;
+      const Vec3 vt(vo[6 * q], vo[6 * q + 1], vo[6 * q + 2]), vr(vo[6 * q + 3], vo[6 * q + 4], vo[6 * q + 5]);
+      if (!before_sweep) {
+        StoreVec3(u, g.trans[k], vt);
+        StoreVec3(u, g.rot[k], vr);
+      }
+      for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+        const Index nd = g.node[e];
+        const Vec3 fv = LoadVec3(f, nd);
+        Vec3 vv = vt + Cross(vr, LoadVec3(g.arm, e)) + (Scalar(1) / g.kv[e]) * fv;
+        if (before_sweep) vv -= w[3 * std::int64_t(nd)] * fv;
+        StoreVec3(u, nd, vv);
+      }
+    }
+  }
+};
+
+// a rigid group's own contacts (docs/solver.md, "Rigid groups"): contacts between one of its
+// virtual nodes that carries no other contact and a node p of a deformable body (FEM or cable
+// node, or a barycentric virtual node) that no other group's own contact touches. Group g owns
+// entries ptr[g] .. ptr[g+1): the contact, its virtual node's slot in RigidGroupView (arm, kv)
+// and that node's body within the group.
+#define CONDSIM_RIGID_CONTACT_FIELDS(X) X(Index, ptr) X(Index, contact) X(Index, slot) X(Index, body)
+CONDSIM_RECORD_VIEW(RigidContactView, CONDSIM_RIGID_CONTACT_FIELDS)
+
+// Gauss-Seidel over a group's own contacts, one thread per group, in place of their diagonal
+// solve: contact by contact the same closed-form step (Alg. 2 with gamma = w_p + d_v, eq. 25-26,
+// eta form of ContactSweepOp), but the virtual node's velocity J_v v_o + f_v / kv comes from a
+// v_o kept exact (v_o += A_o^-1 J_v^T of the force change) and node p moves by w_p of the change
+// (eq. 24; a barycentric node's w_p is its Gamma, its hosts follow after the sweeps as in the
+// diagonal solve). Sweeps repeat until no relative velocity changes by more than `settled`, at
+// most `passes` times. d_v bounds the group's whole Delassus row, so every update contracts; the
+// fixed point is that of the diagonal solve (eq. 11 per contact).
+struct RigidContactSweepOp {
+  RigidGroupView g;
+  RigidContactView own;
+  ContactView c;
+  const Scalar* b;
+  const Scalar* f;  // Jc^T lambda of the current impulses
+  const Scalar* w;  // W; d_v on the virtual nodes
+  const unsigned char* env_active;
+  Scalar omega;
+  Projection projection;
+  int passes;      // at most this many sweeps
+  Scalar settled;  // stop after a sweep whose largest change of a relative velocity
+                   // (gamma |lambda - lambda_m|) is below this [m/s]
+  Scalar* lambda;
+  Scalar* u;
+  CONDSIM_HD void operator()(Index grp) const {
+    const Index begin = own.ptr[grp], end = own.ptr[grp + 1];
+    if (begin == end || !env_active[c.env[own.contact[begin]]]) return;
+    const int n = 6 * static_cast<int>(g.body_ptr[grp + 1] - g.body_ptr[grp]);
+    const Scalar* minv = g.ao_inv + g.inv_off[grp];
+    Scalar vo[6 * kMaxRigidGroupBodies];
+    RigidGroupVelocity(g, grp, b, f, vo);
+    Scalar change = settled + 1;
+    for (int pass = 0; pass < passes && change > settled; ++pass) {
+      change = 0;
+      for (Index q = begin; q < end; ++q) {
+        const Index m = own.contact[q], e = own.slot[q], qb = own.body[q];
+        const Index vnode = g.node[e];
+        const bool vn_is_i = c.node_i[m] == vnode;
+        const Index p = vn_is_i ? c.node_j[m] : c.node_i[m];
+        const Mat3 r = LoadMat3(c.frame, m);
+        const Vec3 old = LoadVec3(lambda, m);
+        // the virtual node's force and velocity (eq. 15)
+        const Vec3 fv = (vn_is_i ? Scalar(1) : Scalar(-1)) * (Transpose(r) * old);
+        const Vec3 arm = LoadVec3(g.arm, e);
+        const Vec3 vt(vo[6 * qb], vo[6 * qb + 1], vo[6 * qb + 2]), vr(vo[6 * qb + 3], vo[6 * qb + 4], vo[6 * qb + 5]);
+        const Vec3 uv = vt + Cross(vr, arm) + (Scalar(1) / g.kv[e]) * fv;
+        const Vec3 up = LoadVec3(u, p);
+        const Scalar wp = w[3 * std::int64_t(p)];
+        const Scalar gamma = wp + w[3 * std::int64_t(vnode)];
+        // Alg. 2 on the contact (eta form, eq. 25-26)
+        const Vec3 eta = r * (vn_is_i ? uv - up : up - uv) - gamma * old;
+        const Vec3 lstar = (Scalar(-1) / (gamma + omega)) * (eta + Vec3(c.phi[m], 0, 0));
+        const Vec3 lnew = ProjectFrictionCone(projection, lstar, c.mu1[m], c.mu2[m]);
+        const Vec3 df = Transpose(r) * (lnew - old);
+        StoreVec3(lambda, m, lnew);
+        const Scalar moved = gamma * Norm(lnew - old);
+        change = moved > change ? moved : change;
+        // node p by W, the group by A_o^-1 J_v^T of the virtual node's force change
+        AddVec3(u, p, (vn_is_i ? -wp : wp) * df);
+        const Vec3 dfv = vn_is_i ? df : Scalar(-1) * df;
+        const Vec3 dtq = Cross(arm, dfv);
+        const Scalar wrench[6] = {dfv[0], dfv[1], dfv[2], dtq[0], dtq[1], dtq[2]};
+        for (int i = 0; i < n; ++i) {
+          const Scalar* col = minv + n * i + 6 * qb;
+          vo[i] += col[0] * wrench[0] + col[1] * wrench[1] + col[2] * wrench[2] + col[3] * wrench[3] + col[4] * wrench[4] +
+                   col[5] * wrench[5];
+        }
+      }
+    }
+  }
+};
+}  // namespace condsim
