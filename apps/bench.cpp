@@ -13,9 +13,9 @@
 #include "apps/args.h"
 #include "condsim/backend.h"
 #include "models/cond/cond_solver.h"
-#include "models/collision/random_scene.h"
+#include "fixtures/random_scene.h"
 #include "models/fem/fem_model.h"
-#include "models/mass_spring/mass_spring.h"
+#include "fixtures/mass_spring.h"
 #include "models/rod/rod_model.h"
 
 namespace condsim::app {

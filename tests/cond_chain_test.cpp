@@ -12,7 +12,7 @@
 
 #include "condsim/error.h"
 #include "models/cond/cond_solver.h"
-#include "models/mass_spring/mass_spring.h"
+#include "fixtures/mass_spring.h"
 #include "models/rod/rod_model.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 
 #include "condsim/backend.h"
 #include "models/cond/cond_solver.h"
-#include "models/mass_spring/mass_spring.h"
+#include "fixtures/mass_spring.h"
 #include "test_util.h"
 
 #include <Eigen/Dense>

@@ -14,7 +14,7 @@
 #include <Eigen/Dense>
 
 #include "condsim/batch.h"
-#include "models/mass_spring/mass_spring.h"
+#include "fixtures/mass_spring.h"
 #include "cond_fixtures.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 // The brute-force reference of the detection rule (every query against every triangle) for the
-// random scenes of models/collision/random_scene.h.
+// random scenes of fixtures/random_scene.h.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "models/collision/detect_ops.h"
 #include "models/collision/detector.h"
 #include "models/collision/primitives.h"
-#include "models/collision/random_scene.h"
+#include "fixtures/random_scene.h"
 
 namespace condsim::test {
 

@@ -9,7 +9,7 @@
 #include "models/cond/cond_solver.h"
 #include "models/fem/fem_model.h"
 #include "models/integrate/midpoint.h"
-#include "models/mass_spring/mass_spring.h"
+#include "fixtures/mass_spring.h"
 #include "test_util.h"
 
 namespace condsim {

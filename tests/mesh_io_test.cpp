@@ -1,7 +1,7 @@
 // Mesh readers: a unit cube written here in every format must read back as the generator's mesh
 // (same nodes and tetrahedra, volume 1 m^3); surfaces go through TetGen and keep the enclosed
 // volume (1e-12); malformed files fail with the file, the line and the problem.
-#include "models/fem/mesh_io.h"
+#include "io/mesh_io.h"
 
 #include <gtest/gtest.h>
 

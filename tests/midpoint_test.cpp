@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "models/mass_spring/mass_spring.h"
+#include "fixtures/mass_spring.h"
 
 namespace condsim {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "condsim/core.h"
 #include "condsim/math.h"
+#include "condsim/record.h"
 #include "models/collision/primitives.h"
 
 namespace condsim {
@@ -28,21 +29,26 @@ CONDSIM_HD_INLINE std::uint64_t DetectKey(std::int64_t ix, std::int64_t iy, std:
   return (std::uint64_t(ix + o) << 42) | (std::uint64_t(iy + o) << 21) | std::uint64_t(iz + o);
 }
 
-// the scene as the kernels see it: vertices (positions, velocities, owner), triangles (three
-// vertices, owner), query points (a vertex and a radius), owners (self-contact flag, depth
-// limit) and the adjacency of vertices that may not touch each other's triangles
-struct DetectView {
-  const Scalar* x;          // 3 per vertex [m]
-  const Scalar* v;          // 3 per vertex [m/s]
-  const Index* owner;       // per vertex
-  const Index* tri;         // 3 per triangle
-  const Index* tri_owner;   // per triangle
-  const Index* query;       // per query: its vertex
-  const Scalar* radius;     // per query [m]
-  const unsigned char* self_contact;  // per owner
-  const Scalar* depth_limit;          // per owner [m]
-  const Index* adj_ptr;     // per vertex: adj[adj_ptr[i] .. adj_ptr[i+1]) sorted
-  const Index* adj;
+// the scene's topology as the kernels see it (one record, condsim/record.h; DetectScene on the
+// host): vertices' owners, triangles (three vertices, owner), query points (a vertex and a
+// radius), owners (self-contact flag, depth limit) and the adjacency of vertices that may not
+// touch each other's triangles
+#define CONDSIM_DETECT_SCENE_FIELDS(X)                                                          \
+  X(Index, vertex_owner)         /* per vertex */                                            \
+  X(Index, tri)                  /* 3 vertices per triangle, outward (counter-clockwise) */  \
+  X(Index, tri_owner)            /* per triangle */                                          \
+  X(Index, query)                /* per query point: its vertex */                           \
+  X(Scalar, radius)              /* per query point [m] */                                   \
+  X(unsigned char, self_contact) /* per owner: its queries may touch its own triangles */    \
+  X(Scalar, depth_limit)         /* per owner: deepest face penetration detected [m] */      \
+  X(Index, adj_ptr)              /* per vertex, sorted: vertices whose triangles it may */   \
+  X(Index, adj)                  /* not touch (self-contact); empty: none */
+CONDSIM_RECORD_VIEW(DetectSceneView, CONDSIM_DETECT_SCENE_FIELDS)
+
+// the scene with the vertices' current positions and velocities
+struct DetectView : DetectSceneView {
+  const Scalar* x = nullptr;  // 3 per vertex [m]
+  const Scalar* v = nullptr;  // 3 per vertex [m/s]
 };
 
 // per triangle: its box grown by `reach` (the detection reach of every query plus the largest
@@ -157,7 +163,7 @@ struct PointQueryOp {
     const Index vi = s.query[q];
     const Vec3 p = LoadVec3(s.x, vi), vp = LoadVec3(s.v, vi);
     const Scalar r = s.radius[q];
-    const Index own = s.owner[vi];
+    const Index own = s.vertex_owner[vi];
     DetectSlot slot[kDetectSlots];
     for (int k = 0; k < kDetectSlots; ++k) slot[k].tri = -1;
     // the candidates: pairs with the query's cell key

@@ -37,15 +37,7 @@ Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backen
   x_ = Array<Scalar>(backend, 3 * nv);
   v_ = Array<Scalar>(backend, std::vector<Scalar>(3 * std::size_t(nv), 0));
   speed_ = Array<Scalar>(backend, nv);
-  owner_ = Array<Index>(backend, scene_.vertex_owner);
-  tri_ = Array<Index>(backend, scene_.tri);
-  tri_owner_ = Array<Index>(backend, scene_.tri_owner);
-  query_ = Array<Index>(backend, scene_.query);
-  radius_ = Array<Scalar>(backend, scene_.radius);
-  self_ = Array<unsigned char>(backend, scene_.self_contact);
-  depth_limit_ = Array<Scalar>(backend, scene_.depth_limit);
-  adj_ptr_ = Array<Index>(backend, scene_.adj_ptr);
-  adj_ = Array<Index>(backend, scene_.adj);
+  arrays_.Upload(backend, scene_);
   lo_ = Array<Scalar>(backend, 3 * nt);
   hi_ = Array<Scalar>(backend, 3 * nt);
   ext_ = Array<Scalar>(backend, nt);
@@ -87,10 +79,12 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   result_.w.clear();
   result_.n.clear();
   num_pairs_ = 0;
-  const Index nt = tri_owner_.size(), nq = query_.size(), nv = scene_.num_vertices();
+  const Index nt = arrays_.tri_owner.size(), nq = arrays_.query.size(), nv = scene_.num_vertices();
   if (nt == 0 || nq == 0) return result_;
-  const DetectView view{x_.data(),     v_.data(),   owner_.data(),       tri_.data(),     tri_owner_.data(), query_.data(),
-                        radius_.data(), self_.data(), depth_limit_.data(), adj_ptr_.data(), adj_.data()};
+  DetectView view;
+  static_cast<DetectSceneView&>(view) = arrays_.view();
+  view.x = x_.data();
+  view.v = v_.data();
   // reach: a contact needs gap <= |v_p - v_q| t + margin <= 2 max|v| t + margin
   CONDSIM_CHECK(std::isfinite(backend_->MaxAbs(x_)), "detection: a vertex position is NaN or infinite");
   kernels_->Run(nv, SpeedOp{v_.data(), speed_.data()});

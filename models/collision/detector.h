@@ -14,22 +14,18 @@
 
 #include "condsim/backend.h"
 #include "condsim/math.h"
+#include "condsim/record_arrays.h"
+#include "models/collision/detect_ops.h"
 
 namespace condsim {
 
 class DetectKernels;
+CONDSIM_RECORD_ARRAYS(DetectSceneArrays, DetectSceneView, CONDSIM_DETECT_SCENE_FIELDS)
 
 // the scene's topology (fixed for the detector's life)
 struct DetectScene {
-  std::vector<Index> vertex_owner;          // per vertex
-  std::vector<Index> tri;                   // 3 vertices per triangle, outward (counter-clockwise)
-  std::vector<Index> tri_owner;             // per triangle
-  std::vector<Index> query;                 // per query point: its vertex
-  std::vector<Scalar> radius;               // per query point [m]
-  std::vector<unsigned char> self_contact;  // per owner: its queries may touch its own triangles
-  std::vector<Scalar> depth_limit;          // per owner: deepest face penetration detected [m]
-  std::vector<Index> adj_ptr, adj;          // per vertex, sorted: vertices whose triangles it may
-                                            // not touch (self-contact); empty: none
+  CONDSIM_DETECT_SCENE_FIELDS(CONDSIM_RECORD_HOST_MEMBER)
+
   Index num_vertices() const { return static_cast<Index>(vertex_owner.size()); }
   Index num_owners() const { return static_cast<Index>(self_contact.size()); }
   // throws condsim::Error naming the field
@@ -70,9 +66,9 @@ class Detector {
   Backend* backend_;
   DetectScene scene_;
   std::unique_ptr<DetectKernels> kernels_;
-  Array<Scalar> x_, v_, radius_, depth_limit_, speed_, lo_, hi_, ext_;
-  Array<Index> owner_, tri_, tri_owner_, query_, adj_ptr_, adj_, count_, offset_, items_;
-  Array<unsigned char> self_;
+  DetectSceneArrays arrays_;  // the scene on the backend
+  Array<Scalar> x_, v_, speed_, lo_, hi_, ext_;
+  Array<Index> count_, offset_, items_;
   Array<std::uint64_t> keys_;
   Array<Index> slot_tri_, qcount_, qoffset_, out_query_, out_tri_;
   Array<Scalar> slot_gap_, slot_w_, slot_n_, out_gap_, out_w_, out_n_;

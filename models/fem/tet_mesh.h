@@ -1,4 +1,4 @@
-// Tetrahedral meshes: storage, validation and procedural generators (SI units: metres).
+// Tetrahedral and surface meshes: storage, validation and procedural generators (SI units: metres).
 #pragma once
 
 #include <string>
@@ -16,6 +16,13 @@ struct TetMesh {
   Index num_nodes() const { return static_cast<Index>(x.size() / 3); }
   Index num_tets() const { return static_cast<Index>(tets.size() / 4); }
   Vec3 Node(Index i) const { return Vec3(x[3 * std::size_t(i)], x[3 * std::size_t(i) + 1], x[3 * std::size_t(i) + 2]); }
+};
+
+// a closed triangle surface (3 coordinates per vertex, 3 indices per triangle; outward
+// counter-clockwise) [m]
+struct SurfaceMesh {
+  std::vector<double> x;
+  std::vector<Index> triangles;
 };
 
 // signed volume of tetrahedron e [m^3]

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "condsim/backend.h"
-#include "models/fem/mesh_io.h"
+#include "models/fem/tet_mesh.h"
 #include "models/world/assemble.h"
 #include "models/world/bodies.h"
 #include "models/world/detect.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/fem/tet_mesh.h"
+#include "models/fem/tet_mesh.h"  // TetMesh, SurfaceMesh
 
 namespace condsim {
 
@@ -31,11 +31,6 @@ MeshReadResult ReadTetgen(const std::string& node_path, const std::string& ele_p
 MeshReadResult ReadGmsh(const std::string& path);
 MeshReadResult ReadVtk(const std::string& path);
 
-// a closed triangle surface (3 coordinates per vertex, 3 indices per triangle)
-struct SurfaceMesh {
-  std::vector<double> x;
-  std::vector<Index> triangles;
-};
 SurfaceMesh ReadSurface(const std::string& path);
 // tetrahedralizes a closed surface with TetGen; throws when condsim was built without TetGen
 MeshReadResult Tetrahedralize(const SurfaceMesh& surface, const TetgenOptions& options, const std::string& source);

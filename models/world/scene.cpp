@@ -1,0 +1,119 @@
+// The world a scene builds, and the scene's run-time controls (drives along trajectories).
+#include "models/world/scene.h"
+
+#include <algorithm>
+
+namespace condsim {
+
+PoseDrive ScenePoseDrive::At(Scalar time) const {
+  PoseDrive drive = gains;
+  trajectory.Sample(time, &drive.p, &drive.q, &drive.v, &drive.omega);
+  return drive;
+}
+
+void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const {
+  *v = Vec3();
+  *w = Vec3();
+  if (time <= t.front() || t.size() == 1) {
+    *position = p.front();
+    *orientation = q.front();
+    return;
+  }
+  if (time >= t.back()) {
+    *position = p.back();
+    *orientation = q.back();
+    return;
+  }
+  const std::size_t k = std::size_t(std::upper_bound(t.begin(), t.end(), time) - t.begin()) - 1;
+  const Scalar h = t[k + 1] - t[k], s = (time - t[k]) / h;
+  *position = (1 - s) * p[k] + s * p[k + 1];
+  // the relative rotation q_{k+1} q_k^-1 as a rotation vector, scaled
+  const Vec3 rel = LogRotation(ToMatrix(q[k + 1]) * Transpose(ToMatrix(q[k])));
+  *orientation = Normalized(FromRotationVector(s * rel) * q[k]);
+  *v = (1 / h) * (p[k + 1] - p[k]);
+  *w = (1 / h) * rel;
+}
+
+SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
+  SceneWorld out;
+  out.world = std::make_unique<World>(backend, scene.world);
+  World& w = *out.world;
+  for (const StaticShape& s : scene.statics) w.AddStatic(s);
+  for (const SceneMesh& m : scene.meshes) w.AddStaticMesh(m.mesh, m.mu, m.name);
+  for (const SceneRigid& r : scene.rigid) out.rigid_ids.push_back(w.AddRigid(r.body));
+  for (const SceneFem& f : scene.fem) out.fem_ids.push_back(w.AddFem(f.mesh, f.material, f.name, f.mu, f.self_contact));
+  for (std::size_t k = 0; k < scene.fem.size(); ++k)
+    if (!scene.fem[k].handle_nodes.empty()) w.fem_model(out.fem_ids[k]).SetPrescribedNodes(scene.fem[k].handle_nodes);
+  for (const SceneRod& r : scene.rods)
+    out.rod_ids.push_back(w.AddRod(r.geometry, r.material, r.start, r.finish, r.name, r.mu, r.self_contact));
+  // a driven cable end keeps its pose in the frame of the trajectory's first pose
+  for (const SceneRodEndDrive& d : scene.rod_end_drives) {
+    const RodGeometry& g = scene.rods[d.rod].geometry;
+    const std::size_t s = d.end == 0 ? 0 : g.centers.size() - 1;
+    const Mat3 frame = ToMatrix(g.frames[s]);
+    const Vec3 tip = g.centers[s] + Scalar(d.end == 0 ? -0.5 : 0.5) * Scalar(g.segment_length) * frame.Col(2);
+    const Mat3 r0t = Transpose(ToMatrix(d.trajectory.q.front()));
+    out.end_offset.push_back(r0t * (tip - d.trajectory.p.front()));
+    out.end_rotation.push_back(FromMatrix(r0t * frame));
+  }
+  for (const SceneGripper& g : scene.grippers) out.grippers.push_back(AddParallelGripper(&w, g.params));
+  std::vector<Index> joint_ids;
+  for (const SceneJoint& j : scene.joints) {
+    Joint jt = j.joint;
+    jt.body_i = out.rigid_ids[jt.body_i];
+    jt.body_j = jt.body_j >= 0 ? out.rigid_ids[jt.body_j] : -1;
+    joint_ids.push_back(w.AddJoint(jt));
+  }
+  for (std::size_t k = 0; k < scene.rigid.size(); ++k) {
+    const SceneRigid& r = scene.rigid[k];
+    if (Norm(r.force) > 0 || Norm(r.torque) > 0) w.SetRigidWrench(out.rigid_ids[k], r.force, r.torque);
+  }
+  for (std::size_t k = 0; k < scene.joints.size(); ++k)
+    if (scene.joints[k].driven) w.SetJointDrive(joint_ids[k], scene.joints[k].drive);
+  return out;
+}
+
+void ApplyControls(const Scene& scene, SceneWorld* sw) {
+  World& w = *sw->world;
+  const Scalar tm = w.time() + scene.world.dt / 2;
+  for (std::size_t k = 0; k < scene.rod_end_drives.size(); ++k) {
+    const SceneRodEndDrive& d = scene.rod_end_drives[k];
+    Vec3 p, v, om;
+    Quat q;
+    d.trajectory.Sample(tm, &p, &q, &v, &om);
+    const Mat3 r = ToMatrix(q);
+    const Vec3 arm = r * sw->end_offset[k];
+    w.rod_model(sw->rod_ids[d.rod]).SetEndPose(d.end, p + arm, Normalized(q * sw->end_rotation[k]), v + Cross(om, arm), om);
+  }
+  for (const ScenePoseDrive& d : scene.pose_drives) w.SetPoseDrive(sw->rigid_ids[d.body], d.At(tm));
+  // FEM handles: each node's velocity takes it to its carried position at the step's end
+  for (std::size_t k = 0; k < scene.fem.size(); ++k) {
+    const SceneFem& f = scene.fem[k];
+    if (f.handle_nodes.empty()) continue;
+    const SceneTrajectory& tr = f.handle_trajectory;
+    Vec3 p, v, om;
+    Quat q;
+    tr.Sample(w.time() + scene.world.dt, &p, &q, &v, &om);
+    const Mat3 r = ToMatrix(q) * Transpose(ToMatrix(tr.q.front()));
+    const std::vector<Scalar> x = w.FemPositions(sw->fem_ids[k]);
+    std::vector<Scalar> vel;
+    for (Index i : f.handle_nodes) {
+      const Vec3 target = p + r * (f.mesh.Node(i) - tr.p.front());
+      const Vec3 u = (1 / scene.world.dt) * (target - LoadVec3(x.data(), i));
+      vel.insert(vel.end(), {u[0], u[1], u[2]});
+    }
+    w.fem_model(sw->fem_ids[k]).SetPrescribedVelocities(vel);
+  }
+  for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
+    const SceneGripper& g = scene.grippers[k];
+    if (g.palm_driven) w.SetPoseDrive(sw->grippers[k].palm, g.palm.At(tm));
+    if (g.width.t.empty()) continue;
+    // the pad gap: linear between waypoints, held outside (the trajectory's x)
+    Vec3 width, rate, unused;
+    Quat q;
+    g.width.Sample(tm, &width, &q, &rate, &unused);
+    SetGripperWidth(&w, sw->grippers[k], width[0], rate[0]);
+  }
+}
+
+}  // namespace condsim
