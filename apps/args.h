@@ -2,8 +2,10 @@
 // unknown keys rejected with a message naming them.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,9 @@ class Args {
        const std::set<std::string>& flag_keys, const std::string& command) {
     for (std::size_t i = 0; i < argv.size(); ++i) {
       const std::string& a = argv[i];
-      if (a.rfind("--", 0) != 0) {
+      if ((a == "-h" || a == "help") && flag_keys.count("--help")) {
+        flags_.insert("--help");
+      } else if (a.rfind("--", 0) != 0) {
         positional_.push_back(a);
       } else if (flag_keys.count(a)) {
         flags_.insert(a);
@@ -42,25 +46,44 @@ class Args {
   }
   // integer option, checked against [lo, hi]; accepts 1e6-style values
   long long GetInt(const std::string& key, long long fallback, long long lo, long long hi) const {
-    const auto it = values_.find(key);
-    if (it == values_.end()) return fallback;
     double v = 0;
-    std::size_t used = 0;
-    try {
-      v = std::stod(it->second, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != it->second.size() || v != static_cast<double>(static_cast<long long>(v)) ||
-        v < double(lo) || v > double(hi)) {
-      throw Error("option " + key + ": '" + it->second + "' is not an integer in [" +
-                  std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    if (!Number(key, &v)) return fallback;
+    if (!(v >= double(lo) && v <= double(hi)) || v != std::floor(v)) {
+      throw Error("option " + key + ": '" + values_.at(key) + "' is not an integer in [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "]");
     }
     return static_cast<long long>(v);
+  }
+  // number option, checked against [lo, hi] (lo excluded when open_lo); the message names the
+  // option and the valid range
+  double GetDouble(const std::string& key, double fallback, double lo, double hi, bool open_lo = false) const {
+    double v = 0;
+    if (!Number(key, &v)) return fallback;
+    if (!std::isfinite(v) || (open_lo ? v <= lo : v < lo) || v > hi) {
+      std::ostringstream range;
+      range << (open_lo ? "(" : "[") << lo << ", " << hi << "]";
+      throw Error("option " + key + ": '" + values_.at(key) + "' is not a number in " + range.str());
+    }
+    return v;
   }
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
+  // the option's value as a number (NaN when it is not one, so every range check fails); false
+  // when the option is absent
+  bool Number(const std::string& key, double* v) const {
+    const auto it = values_.find(key);
+    if (it == values_.end()) return false;
+    std::size_t used = 0;
+    try {
+      *v = std::stod(it->second, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != it->second.size()) *v = std::nan("");
+    return true;
+  }
+
   std::map<std::string, std::string> values_;
   std::set<std::string> flags_;
   std::vector<std::string> positional_;
@@ -69,5 +92,7 @@ class Args {
 int RunInfo(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 int RunScene(const std::vector<std::string>& args);
+// `condsim run SCENE.json` (apps/run_scene.cpp)
+int RunSceneFile(const Args& args);
 
 }  // namespace condsim::app

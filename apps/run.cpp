@@ -1,4 +1,4 @@
-// `condsim run`: steps a scene file (RunSceneFile: progress, summary, HDF5 + XDMF output). Without
+// `condsim run`: steps a scene file (run_scene.cpp: progress, summary, HDF5 + XDMF output). Without
 // a scene it runs a built-in check of the backend path: a batch of hanging chains (node masses and
 // springs, 3x3 blocks) assembled as one block-diagonal system A v = b of one implicit step, solved
 // by the damped Jacobi fixed-point iteration v <- v - W (A v - b) with W = omega diag(A)^-1 (the
@@ -6,24 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <utility>
 #include <vector>
 
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
-
-#include <algorithm>
-#include <cctype>
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <string>
-
 #include "apps/args.h"
-#include "condsim/build_commit.h"
-#include "condsim/build_info.h"
-#include "io/output.h"
-#include "io/scene.h"
 #include "condsim/backend.h"
 #include "condsim/batch.h"
 #include "condsim/math.h"
@@ -56,149 +43,6 @@ BlockMatrix ChainMatrix(Index n, Scalar m, Scalar k, Scalar h) {
 
 }  // namespace
 
-// `condsim run SCENE`: steps a scene file (docs/scene-format.md) and writes DIR/summary.json
-int RunSceneFile(const Args& args) {
-  const std::string path = args.positional()[0];
-  // --seed: the scene's randomized values drawn from their ranges (a batch member)
-  std::uint64_t seed = 0;
-  if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, (1LL << 53) - 1));  // exact in the parser's double
-  const Scene scene = LoadScene(path, args.Has("--seed") ? &seed : nullptr);
-  BackendOptions options;
-  options.cpu_threads = int(args.GetInt("--threads", 0, 0, 4096));
-  const BackendSelection sel = MakeBackend(ParseBackendChoice(args.Get("--backend", "auto")), options);
-  const bool quiet = args.Flag("--quiet"), verbose = args.Flag("--verbose");
-  const Scalar dt = scene.world.dt;
-  if (args.Has("--steps") && args.Has("--duration")) throw Error("run: give --steps or --duration, not both");
-  long long steps = (long long)std::llround(scene.duration / dt);
-  if (args.Has("--steps")) steps = args.GetInt("--steps", 1, 1, 1LL << 40);
-  if (args.Has("--duration")) {
-    const double d = std::stod(args.Get("--duration", "1"));
-    if (!(d > 0 && std::isfinite(d))) throw Error("run: --duration must be a positive number of seconds");
-    steps = std::max<long long>(1, (long long)std::llround(d / dt));
-  }
-  std::string name = scene.name;
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
-  const std::string out_dir = args.Get("--out", "condsim-out/" + name);
-  std::filesystem::create_directories(out_dir);
-  SceneWorld sw = BuildWorld(scene, sel.backend.get());
-  World& world = *sw.world;
-  // trajectory frames every `every` steps (the scene's output frame rate), the first at t = 0
-  const bool record = scene.frame_rate > 0 && !args.Flag("--no-output");
-  if (record && !HaveHdf5() && !quiet) std::cout << "condsim run: built without HDF5: no trajectory file, summary.json only\n";
-  const long long every = record ? std::max<long long>(1, std::llround(1 / (scene.frame_rate * dt))) : 0;
-  std::unique_ptr<Recorder> recorder;
-  if (record && HaveHdf5()) {
-    recorder = std::make_unique<Recorder>(scene, sw);
-    recorder->AddFrame(sw);
-  }
-  if (!quiet) {
-    std::cout << "condsim run " << path << ": " << scene.name << ", " << steps << " steps of " << dt << " s on "
-              << sel.backend->Describe() << "\n";
-    if (scene.randomized) {
-      std::cout << "seed " << scene.seed << ":";
-      for (const SceneRandom& r : scene.randomization)
-        for (const std::string& p : r.paths) std::cout << " " << p << " = " << r.value;
-      std::cout << "\n";
-    }
-  }
-  const bool tty = isatty(fileno(stderr));
-  double iterations = 0, contacts = 0, solver_s = 0, dynamics_s = 0, max_pen = 0;
-  bool diverged = false;
-  std::string failure;
-  long long done = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto last_print = t0;
-  for (; done < steps; ++done) {
-    StepStats st;
-    try {
-      ApplyControls(scene, &sw);
-      st = world.Step();
-    } catch (const Error& e) {
-      diverged = std::string(e.what()).find("diverged") != std::string::npos;
-      if (!diverged) throw;
-      failure = e.what();
-      break;
-    }
-    if (recorder) {
-      recorder->AddStats(st);
-      if ((done + 1) % every == 0) recorder->AddFrame(sw);
-    }
-    if (verbose)
-      std::printf("step %lld t %.4f s: iterations %d residual %.3g m/s contacts %d virtual nodes %d penetration %.4g mm %.1f ms\n",
-                  done, double(done + 1) * dt, st.cond.iterations, st.cond.residual, int(st.contacts), int(st.virtual_nodes),
-                  double(st.max_penetration) * 1e3, st.step_seconds * 1e3);
-    iterations += st.cond.iterations;
-    contacts += double(st.contacts);
-    const double solve = st.cond.setup_seconds + st.cond.iterate_seconds;
-    solver_s += solve;
-    dynamics_s += st.step_seconds - solve;
-    max_pen = std::max(max_pen, double(st.max_penetration));
-    // progress: a bar on a terminal, plain lines every 10 % otherwise
-    const auto now = std::chrono::steady_clock::now();
-    const double wall = std::chrono::duration<double>(now - t0).count();
-    const double rate = double(done + 1) / std::max(wall, 1e-9);
-    const bool tenth = (done + 1) * 10 / steps != done * 10 / steps;
-    if (!quiet && ((tty && std::chrono::duration<double>(now - last_print).count() > 0.2) || (!tty && tenth) || done + 1 == steps)) {
-      last_print = now;
-      const int width = 30, filled = int(width * double(done + 1) / double(steps));
-      char line[200];
-      std::snprintf(line, sizeof(line), "[%s%s] %lld/%lld steps  %.1f steps/s  ETA %.0f s", std::string(filled, '#').c_str(),
-                    std::string(width - filled, '.').c_str(), done + 1, steps, rate, double(steps - done - 1) / rate);
-      std::cerr << (tty ? "\r" : "") << line << (tty ? "" : "\n") << std::flush;
-    }
-  }
-  if (!quiet && tty) std::cerr << "\n";
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double n = double(std::max<long long>(done, 1));
-  nlohmann::json summary;
-  summary["scene"] = path;
-  summary["scene_name"] = scene.name;
-  summary["scene_hash"] = HashHex(scene.hash);
-  summary["commit"] = CONDSIM_GIT_COMMIT;
-  summary["steps"] = done;
-  summary["dt_s"] = dt;
-  summary["dof"] = world.num_dofs();
-  summary["backend"] = ToString(sel.backend->kind());
-  summary["device"] = sel.backend->Describe();
-  summary["mean_iterations"] = iterations / n;
-  summary["max_penetration_m"] = max_pen;
-  summary["mean_contacts"] = contacts / n;
-  summary["dynamics_ms_per_step"] = dynamics_s / n * 1e3;
-  summary["solver_ms_per_step"] = solver_s / n * 1e3;
-  summary["wall_s"] = wall;
-  if (scene.randomized) summary["seed"] = scene.seed;
-  for (const SceneRandom& r : scene.randomization)
-    for (const std::string& p : r.paths) summary["randomization"][p] = r.value;
-  summary["diverged"] = diverged;
-  if (diverged) summary["failure"] = failure;
-  if (recorder) {
-    recorder->Write(out_dir + "/output.h5");
-    summary["output"] = out_dir + "/output.h5";
-    summary["frames"] = recorder->num_frames();
-  }
-  // written under a temporary name, renamed when complete
-  const std::string file = out_dir + "/summary.json";
-  WriteTextAtomically(file, summary.dump(2) + "\n");
-  if (!quiet) {
-    std::printf("%-22s %s\n", "scene", scene.name.c_str());
-    std::printf("%-22s %lld (%.3f s simulated)\n", "steps", done, double(done) * dt);
-    std::printf("%-22s %d\n", "dof", world.num_dofs());
-    std::printf("%-22s %.1f\n", "mean iterations", iterations / n);
-    std::printf("%-22s %.1f\n", "mean contacts", contacts / n);
-    std::printf("%-22s %.3g mm\n", "max penetration", max_pen * 1e3);
-    std::printf("%-22s %.3f ms/step\n", "dynamics", dynamics_s / n * 1e3);
-    std::printf("%-22s %.3f ms/step\n", "solver", solver_s / n * 1e3);
-    std::printf("%-22s %.2f s\n", "wall", wall);
-    std::printf("%-22s %s\n", "summary", file.c_str());
-  }
-  if (diverged) {
-    std::cerr << "condsim run: " << failure << "\n";
-    return 3;
-  }
-  return 0;
-}
-
 int RunScene(const std::vector<std::string>& argv) {
   const Args args(argv, {"--backend", "--envs", "--nodes", "--tol", "--max-iters", "--steps", "--duration", "--out", "--threads", "--seed"},
                   {"--help", "--quiet", "--no-output", "--verbose"}, "run");
@@ -220,8 +64,7 @@ int RunScene(const std::vector<std::string>& argv) {
   const Index envs = Index(args.GetInt("--envs", 8, 1, 1000000));
   const Index nodes = Index(args.GetInt("--nodes", 1000, 1, 10000000));
   const Index max_iters = Index(args.GetInt("--max-iters", 10000, 1, 100000000));
-  const double tol = std::stod(args.Get("--tol", "1e-10"));
-  if (!(tol > 0 && std::isfinite(tol))) throw Error("run: --tol must be a positive number");
+  const double tol = args.GetDouble("--tol", 1e-10, 0, 1e30, true);
   Backend& b = *sel.backend;
   std::cout << "condsim run: no scene given; built-in check 'hanging chains' (condsim run SCENE.json steps a scene)\n"
             << "backend: " << b.Describe() << " (" << sel.reason << ")\n";

@@ -5,17 +5,38 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "condsim/core.h"
 
 namespace condsim::cpu {
 
-// runs f(i) for i in [0, n) on `threads` OpenMP threads (0 = OpenMP's default), static schedule
+// items per thread below which a launch does not fork (the fork, join and, on a loaded machine,
+// the wait for a descheduled thread cost more than the work): a functor may declare its own
+// `static constexpr Index kGrain` (heavy items: a tetrahedron, a cable's banded solve); plain
+// per-DOF functors take kDefaultGrain. docs/performance.md, "Threads on a busy machine".
+constexpr Index kDefaultGrain = 131072;
+
+template <class F, class = void>
+struct GrainOf {
+  static constexpr Index value = kDefaultGrain;
+};
 template <class F>
-void ParallelFor(int threads, Index n, const F& f) {
-  const int t = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(t)
+struct GrainOf<F, std::void_t<decltype(F::kGrain)>> {
+  static constexpr Index value = F::kGrain;
+};
+
+// runs f(i) for i in [0, n) on up to `threads` OpenMP threads (0 = OpenMP's default), static
+// schedule, at least `grain` items per thread (serial when n < 2 grain)
+template <class F>
+void ParallelFor(int threads, Index n, const F& f, Index grain = GrainOf<F>::value) {
+  const Index t = std::min<Index>(threads > 0 ? threads : omp_get_max_threads(), n / std::max<Index>(grain, 1));
+  if (t <= 1) {
+    for (Index i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp parallel for schedule(static) num_threads(int(t))
   for (Index i = 0; i < n; ++i) f(i);
 }
 
@@ -49,11 +70,14 @@ void SegmentedReduce(int threads, Index num_segments, const Index* offsets, Scal
   }
   first_chunk[num_segments] = static_cast<Index>(chunk_begin.size());
   std::vector<Scalar> partial(chunk_begin.size());
-  ParallelFor(threads, static_cast<Index>(partial.size()), [&](Index c) {
-    Scalar acc = identity;
-    for (Index i = chunk_begin[c]; i < chunk_end[c]; ++i) acc = combine(acc, term(i));
-    partial[c] = acc;
-  });
+  ParallelFor(
+      threads, static_cast<Index>(partial.size()),
+      [&](Index c) {
+        Scalar acc = identity;
+        for (Index i = chunk_begin[c]; i < chunk_end[c]; ++i) acc = combine(acc, term(i));
+        partial[c] = acc;
+      },
+      kDefaultGrain / kReductionChunk);
   for (Index s = 0; s < num_segments; ++s) {
     Scalar acc = identity;
     for (Index c = first_chunk[s]; c < first_chunk[s + 1]; ++c) acc = combine(acc, partial[c]);

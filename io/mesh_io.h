@@ -32,7 +32,12 @@ MeshReadResult ReadGmsh(const std::string& path);
 MeshReadResult ReadVtk(const std::string& path);
 
 SurfaceMesh ReadSurface(const std::string& path);
-// tetrahedralizes a closed surface with TetGen; throws when condsim was built without TetGen
+// throws condsim::Error naming `source` unless the surface is closed and manifold (every edge
+// in exactly two triangles, once in each direction), has no degenerate triangle (area below
+// 1e-12 of the squared mean edge) and encloses a volume
+void CheckClosedSurface(const SurfaceMesh& surface, const std::string& source);
+// tetrahedralizes a closed surface (CheckClosedSurface first) with TetGen; throws when condsim
+// was built without TetGen
 MeshReadResult Tetrahedralize(const SurfaceMesh& surface, const TetgenOptions& options, const std::string& source);
 
 // true when the TetGen library was found at build time

@@ -1,13 +1,17 @@
-// HDF5 + XDMF run output.
+// HDF5 + XDMF run output, streamed frame by frame.
 #include "io/output.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "condsim/build_commit.h"
 #include "condsim/build_info.h"
 #include "condsim/error.h"
+#include "io/scene.h"
 #include "models/fem/tet_mesh.h"
 
 #if CONDSIM_HAVE_HDF5
@@ -15,55 +19,334 @@
 #endif
 
 namespace condsim {
+namespace {
+// a chunk of an appendable dataset holds about this many values
+constexpr std::size_t kChunkValues = 8192;
+}  // namespace
 
 bool HaveHdf5() { return CONDSIM_HAVE_HDF5 != 0; }
 
-namespace {
-// a body name usable as an HDF5 group name
-std::string GroupName(const std::string& name) {
-  std::string g = name;
-  for (char& c : g)
-    if (c == '/' || c == '.') c = '_';
-  return g.empty() ? "_" : g;
+void WriteTextAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".part";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw Error(path + ": cannot write " + tmp + " (" + std::strerror(errno) + ")");
+    out << text;
+    out.flush();
+    if (!out) {
+      const std::string reason = std::strerror(errno);
+      out.close();
+      std::filesystem::remove(tmp);
+      throw Error(path + ": cannot write " + tmp + " (" + reason + ")");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw Error(path + ": cannot rename " + tmp + " (" + ec.message() + ")");
+  }
 }
+
+std::string EscapeXml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> UniqueGroupNames(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::map<std::string, int> used;
+  for (const std::string& name : names) {
+    std::string g = name;
+    for (char& c : g)
+      if (c == '/' || c == '.' || c == '|' || c == ':') c = '_';
+    if (g.empty()) g = "_";
+    std::string unique = g;
+    for (int k = 2; used.count(unique); ++k) unique = g + "_" + std::to_string(k);
+    used[unique] = 1;
+    out.push_back(unique);
+  }
+  return out;
+}
+
+#if CONDSIM_HAVE_HDF5
+namespace {
+
+// why an HDF5 call failed, in a few words: the system's reason for a failed write (HDF5's own
+// text then carries the whole write request), else the innermost message of HDF5's error stack
+std::string Hdf5Reason() {
+  const int err = errno;
+  std::string desc;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
+           [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
+             if (static_cast<std::string*>(out)->empty() && e->desc != nullptr) *static_cast<std::string*>(out) = e->desc;
+             return 0;
+           },
+           &desc);
+  H5Eclear2(H5E_DEFAULT);
+  if (err != 0) return std::strerror(err);
+  desc = desc.substr(0, desc.find_first_of(":\n"));
+  return desc.empty() ? "HDF5 error" : desc;
+}
+
+hid_t NoTimesDcpl() {
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_obj_track_times(dcpl, 0);
+  return dcpl;
+}
+
+// a dataset whose first dimension grows by Append (rows of `row` values each)
+class Appendable {
+ public:
+  Appendable() = default;
+  Appendable(hid_t loc, const std::string& name, hid_t type, std::vector<hsize_t> row, const std::string& file)
+      : type_(type), row_(std::move(row)), name_(name), file_(file) {
+    std::vector<hsize_t> dims{0}, max{H5S_UNLIMITED}, chunk{1};
+    hsize_t per_row = 1;
+    for (hsize_t d : row_) {
+      dims.push_back(d);
+      max.push_back(d);
+      chunk.push_back(std::max<hsize_t>(d, 1));
+      per_row *= std::max<hsize_t>(d, 1);
+    }
+    chunk[0] = std::max<hsize_t>(1, kChunkValues / per_row);
+    const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), max.data());
+    const hid_t dcpl = NoTimesDcpl();
+    H5Pset_chunk(dcpl, int(chunk.size()), chunk.data());
+    id_ = H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    if (id_ < 0) throw Error(file_ + ": cannot create dataset " + name_ + " (" + Hdf5Reason() + ")");
+  }
+  ~Appendable() {
+    if (id_ >= 0) H5Dclose(id_);
+  }
+  Appendable(Appendable&& o) noexcept { *this = std::move(o); }
+  Appendable& operator=(Appendable&& o) noexcept {
+    std::swap(id_, o.id_);
+    type_ = o.type_;
+    row_ = o.row_;
+    rows_ = o.rows_;
+    name_ = o.name_;
+    file_ = o.file_;
+    return *this;
+  }
+  // appends n rows from data
+  void Append(hsize_t n, const void* data) {
+    if (n == 0) return;
+    std::vector<hsize_t> dims{rows_ + n}, start{rows_}, count{n};
+    for (hsize_t d : row_) {
+      dims.push_back(d);
+      start.push_back(0);
+      count.push_back(d);
+    }
+    errno = 0;
+    herr_t rc = H5Dset_extent(id_, dims.data());
+    if (rc >= 0) {
+      const hid_t fspace = H5Dget_space(id_);
+      const hid_t mspace = H5Screate_simple(int(count.size()), count.data(), nullptr);
+      H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
+      rc = H5Dwrite(id_, type_, mspace, fspace, H5P_DEFAULT, data);
+      H5Sclose(mspace);
+      H5Sclose(fspace);
+    }
+    if (rc < 0) throw Error(file_ + ": cannot write dataset " + name_ + " (" + Hdf5Reason() + ")");
+    rows_ += n;
+  }
+
+ private:
+  hid_t id_ = -1;
+  hid_t type_ = -1;
+  std::vector<hsize_t> row_;
+  hsize_t rows_ = 0;
+  std::string name_, file_;
+};
+
+void WriteData(hid_t loc, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const void* data,
+               const std::string& file) {
+  const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+  const hid_t dcpl = NoTimesDcpl();
+  errno = 0;
+  const hid_t ds = H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  herr_t rc = -1;
+  if (ds >= 0) rc = H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  if (ds >= 0) H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  if (ds < 0 || rc < 0) throw Error(file + ": cannot write dataset " + name + " (" + Hdf5Reason() + ")");
+}
+
+hid_t MakeGroup(hid_t loc, const std::string& name, const std::string& file) {
+  const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+  H5Pset_obj_track_times(gcpl, 0);
+  const hid_t g = H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
+  H5Pclose(gcpl);
+  if (g < 0) throw Error(file + ": cannot create group " + name + " (" + Hdf5Reason() + ")");
+  return g;
+}
+
+// a string attribute, replacing one of the same name
+void WriteStringAttr(hid_t loc, const std::string& name, const std::string& value, const std::string& file) {
+  if (H5Aexists(loc, name.c_str()) > 0) H5Adelete(loc, name.c_str());
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, value.size() + 1);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const herr_t rc = a >= 0 ? H5Awrite(a, type, value.c_str()) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(type);
+  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason() + ")");
+}
+
 }  // namespace
 
-Recorder::Recorder(const Scene& scene, const SceneWorld& world) : scene_name_(scene.name), scene_hash_(scene.hash) {
-  for (std::size_t k = 0; k < scene.fem.size(); ++k) {
-    Track t;
-    t.name = scene.fem[k].name;
-    t.kind = "fem";
-    t.count = scene.fem[k].mesh.num_nodes();
-    t.cells = scene.fem[k].mesh.tets;
-    tracks_.push_back(std::move(t));
+struct Recorder::File {
+  hid_t id = -1;
+  std::vector<hid_t> groups;  // closed before the file
+  Appendable time;
+  std::vector<Appendable> x, q;  // per track (q: rods and rigid bodies)
+  Appendable contact_offset, contact_position, contact_normal, contact_impulse, contact_bodies;
+  Appendable iterations, contacts, residual, penetration;
+  Index contact_rows = 0;
+  ~File() {
+    x.clear();
+    q.clear();
+    time = Appendable();
+    for (Appendable* a : {&contact_offset, &contact_position, &contact_normal, &contact_impulse, &contact_bodies, &iterations,
+                          &contacts, &residual, &penetration})
+      *a = Appendable();
+    for (hid_t g : groups) H5Gclose(g);
+    if (id >= 0) H5Fclose(id);
   }
-  for (std::size_t k = 0; k < scene.rods.size(); ++k) {
-    Track t;
-    t.name = scene.rods[k].name;
-    t.kind = "rod";
-    t.count = static_cast<Index>(scene.rods[k].geometry.centers.size());
-    tracks_.push_back(std::move(t));
-  }
-  // rigid bodies (the scene's, then each gripper's parts) with their contact shapes (for pictures)
-  auto add_rigid = [&](const std::string& name, Index id) {
-    Track t;
-    t.name = name;
-    t.kind = "rigid";
-    t.count = 1;
-    t.body = id;
-    const RigidBody& b = world.world->rigid_body(id);
-    t.shape = static_cast<Index>(b.shape);
-    t.size = b.size;
-    tracks_.push_back(std::move(t));
-  };
-  for (std::size_t k = 0; k < scene.rigid.size(); ++k) add_rigid(scene.rigid[k].name, world.rigid_ids[k]);
+};
+#else
+struct Recorder::File {};
+#endif
+
+Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld& world)
+    : path_(path), scene_name_(scene.name) {
+  // the bodies: FEM, cables, then the scene's rigid bodies and each gripper's parts
+  for (const SceneFem& f : scene.fem) tracks_.push_back({f.name, "", "fem", f.mesh.num_nodes(), f.mesh.num_tets(), -1});
+  for (const SceneRod& r : scene.rods) tracks_.push_back({r.name, "", "rod", Index(r.geometry.centers.size()), 0, -1});
+  for (std::size_t k = 0; k < scene.rigid.size(); ++k) tracks_.push_back({scene.rigid[k].name, "", "rigid", 1, 0, world.rigid_ids[k]});
   for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
     const Gripper& g = world.grippers[k];
-    add_rigid(scene.grippers[k].name + "_palm", g.palm);
-    add_rigid(scene.grippers[k].name + "_finger0", g.finger[0]);
-    add_rigid(scene.grippers[k].name + "_finger1", g.finger[1]);
+    const std::string& n = scene.grippers[k].name;
+    const std::pair<const char*, Index> parts[] = {{"_palm", g.palm}, {"_finger0", g.finger[0]}, {"_finger1", g.finger[1]}};
+    for (const auto& [suffix, id] : parts) tracks_.push_back({n + suffix, "", "rigid", 1, 0, id});
   }
-  statics_ = scene.statics;
+  std::vector<std::string> names;
+  for (const Track& t : tracks_) names.push_back(t.name);
+  const std::vector<std::string> groups = UniqueGroupNames(names);
+  for (std::size_t k = 0; k < tracks_.size(); ++k) tracks_[k].group = groups[k];
+#if CONDSIM_HAVE_HDF5
+  // no library shutdown at exit: after a failed write (a full disk) HDF5's shutdown crashes on the
+  // file it could not close; errors become one message each (Hdf5Reason)
+  H5dont_atexit();
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const std::string tmp = path + ".part";
+  file_ = std::make_unique<File>();
+  File& f = *file_;
+  errno = 0;
+  f.id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f.id < 0) {
+    file_.reset();
+    throw Error(path + ": cannot create " + tmp + " (" + Hdf5Reason() + ")");
+  }
+  try {
+    const hid_t dbl = sizeof(Scalar) == 8 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT, i32 = H5T_NATIVE_INT32;
+    WriteStringAttr(f.id, "scene", scene.name, path);
+    WriteStringAttr(f.id, "scene_hash", HashHex(scene.hash), path);
+    WriteStringAttr(f.id, "commit", CONDSIM_GIT_COMMIT, path);
+    WriteStringAttr(f.id, "status", "running", path);
+    f.time = Appendable(f.id, "time", dbl, {}, path);
+    const hid_t bodies = MakeGroup(f.id, "bodies", path);
+    f.groups.push_back(bodies);
+    for (std::size_t k = 0; k < tracks_.size(); ++k) {
+      const Track& t = tracks_[k];
+      const hid_t g = MakeGroup(bodies, t.group, path);
+      f.groups.push_back(g);
+      WriteStringAttr(g, "kind", t.kind, path);
+      f.x.emplace_back(g, "x", dbl, std::vector<hsize_t>{hsize_t(t.count), 3}, path);
+      f.q.emplace_back();
+      if (t.kind != "fem") f.q.back() = Appendable(g, "q", dbl, {hsize_t(t.count), 4}, path);
+      if (t.kind == "fem") {
+        const TetMesh& mesh = scene.fem[k].mesh;
+        WriteData(g, "tets", i32, {hsize_t(t.cells), 4}, mesh.tets.data(), path);
+      } else if (t.kind == "rod") {
+        std::vector<Index> line(std::size_t(t.count));
+        for (Index i = 0; i < t.count; ++i) line[i] = i;
+        WriteData(g, "line", i32, {hsize_t(t.count)}, line.data(), path);
+      } else {
+        // the contact shape in the body frame: type as /static/type, size as /static/size
+        const RigidBody& b = world.world->rigid_body(t.body);
+        const Index shape = static_cast<Index>(b.shape);
+        const Scalar size[3] = {b.size[0], b.size[1], b.size[2]};
+        WriteData(g, "shape", i32, {1}, &shape, path);
+        WriteData(g, "size", dbl, {3}, size, path);
+      }
+    }
+    // the static shapes (for pictures): type (0 plane, 1 sphere, 2 box, 3 capsule), pose, size
+    if (!scene.statics.empty()) {
+      const hid_t st = MakeGroup(f.id, "static", path);
+      f.groups.push_back(st);
+      std::vector<Index> type;
+      std::vector<Scalar> centre, quat, size;
+      for (const StaticShape& sh : scene.statics) {
+        type.push_back(static_cast<Index>(sh.type));
+        centre.insert(centre.end(), {sh.center[0], sh.center[1], sh.center[2]});
+        quat.insert(quat.end(), {sh.orientation.w, sh.orientation.x, sh.orientation.y, sh.orientation.z});
+        size.insert(size.end(), {sh.size[0], sh.size[1], sh.size[2]});
+      }
+      const hsize_t ns = scene.statics.size();
+      WriteData(st, "type", i32, {ns}, type.data(), path);
+      WriteData(st, "center", dbl, {ns, 3}, centre.data(), path);
+      WriteData(st, "quaternion", dbl, {ns, 4}, quat.data(), path);
+      WriteData(st, "size", dbl, {ns, 3}, size.data(), path);
+    }
+    const hid_t contacts = MakeGroup(f.id, "contacts", path);
+    f.groups.push_back(contacts);
+    f.contact_offset = Appendable(contacts, "offset", i32, {}, path);
+    f.contact_position = Appendable(contacts, "position", dbl, {3}, path);
+    f.contact_normal = Appendable(contacts, "normal", dbl, {3}, path);
+    f.contact_impulse = Appendable(contacts, "impulse", dbl, {3}, path);
+    f.contact_bodies = Appendable(contacts, "bodies", i32, {2}, path);
+    const Index zero = 0;
+    f.contact_offset.Append(1, &zero);
+    const hid_t stats = MakeGroup(f.id, "stats", path);
+    f.groups.push_back(stats);
+    f.iterations = Appendable(stats, "iterations", i32, {}, path);
+    f.contacts = Appendable(stats, "contacts", i32, {}, path);
+    f.residual = Appendable(stats, "residual", dbl, {}, path);
+    f.penetration = Appendable(stats, "max_penetration", dbl, {}, path);
+  } catch (...) {
+    file_.reset();
+    std::filesystem::remove(tmp);
+    throw;
+  }
+#else
+  (void)world;
+  throw Error(path + ": condsim was built without HDF5 (install libhdf5-dev and reconfigure); summary.json is still written");
+#endif
+}
+
+Recorder::~Recorder() {
+  if (finished_ || !file_) return;
+  // an error while writing: no file that could pass for a result
+  file_.reset();
+  std::error_code ec;
+  std::filesystem::remove(path_ + ".part", ec);
 }
 
 void Recorder::AddStats(const StepStats& s) {
@@ -73,191 +356,128 @@ void Recorder::AddStats(const StepStats& s) {
   penetration_.push_back(s.max_penetration);
 }
 
-void Recorder::AddFrame(const SceneWorld& sw) {
-  World& w = *sw.world;
-  time_.push_back(w.time());
-  std::size_t t = 0;
-  for (std::size_t k = 0; k < sw.fem_ids.size(); ++k, ++t) {
-    const std::vector<Scalar> x = w.FemPositions(sw.fem_ids[k]);
-    tracks_[t].x.insert(tracks_[t].x.end(), x.begin(), x.end());
-  }
-  for (std::size_t k = 0; k < sw.rod_ids.size(); ++k, ++t) {
-    const std::vector<Scalar> x = w.RodPositions(sw.rod_ids[k]);
-    tracks_[t].x.insert(tracks_[t].x.end(), x.begin(), x.end());
-    const std::vector<Scalar> q = w.rod_model(sw.rod_ids[k]).orientations().ToHost();
-    tracks_[t].q.insert(tracks_[t].q.end(), q.begin(), q.end());
-  }
-  for (; t < tracks_.size(); ++t) {
-    const RigidBody& b = w.rigid_body(tracks_[t].body);
-    tracks_[t].x.insert(tracks_[t].x.end(), {b.x[0], b.x[1], b.x[2]});
-    tracks_[t].q.insert(tracks_[t].q.end(), {b.q.w, b.q.x, b.q.y, b.q.z});
-  }
-  for (const ContactRecord& c : w.contacts()) {
-    contact_position_.insert(contact_position_.end(), {c.position[0], c.position[1], c.position[2]});
-    contact_normal_.insert(contact_normal_.end(), {c.normal[0], c.normal[1], c.normal[2]});
-    contact_lambda_.insert(contact_lambda_.end(), {c.lambda[0], c.lambda[1], c.lambda[2]});
-    contact_bodies_.insert(contact_bodies_.end(), {c.body_i, c.body_j});
-  }
-  contact_offset_.push_back(static_cast<Index>(contact_bodies_.size() / 2));
-}
-
 #if CONDSIM_HAVE_HDF5
-namespace {
-
-// a dataset of doubles / ints with the given dimensions, no timestamps (reproducible files)
-void WriteData(hid_t loc, const std::string& name, hid_t type, const std::vector<hsize_t>& dims, const void* data,
-               const std::string& file) {
-  const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
-  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5Pset_obj_track_times(dcpl, 0);
-  const hid_t ds = H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  herr_t rc = -1;
-  if (ds >= 0) rc = H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-  if (ds >= 0) H5Dclose(ds);
-  H5Pclose(dcpl);
-  H5Sclose(space);
-  if (ds < 0 || rc < 0) throw Error(file + ": cannot write dataset " + name);
+void Recorder::WriteStats() {
+  File& f = *file_;
+  f.iterations.Append(iterations_.size(), iterations_.data());
+  f.contacts.Append(contacts_.size(), contacts_.data());
+  f.residual.Append(residual_.size(), residual_.data());
+  f.penetration.Append(penetration_.size(), penetration_.data());
+  iterations_.clear();
+  contacts_.clear();
+  residual_.clear();
+  penetration_.clear();
 }
 
-hid_t MakeGroup(hid_t loc, const std::string& name) {
-  const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-  H5Pset_obj_track_times(gcpl, 0);
-  const hid_t g = H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
-  H5Pclose(gcpl);
-  return g;
+void Recorder::AddFrame(const SceneWorld& sw) {
+  File& f = *file_;
+  World& w = *sw.world;
+  const Scalar t = w.time();
+  f.time.Append(1, &t);
+  time_.push_back(t);
+  for (std::size_t k = 0, fem = 0, rod = 0; k < tracks_.size(); ++k) {
+    const Track& tr = tracks_[k];
+    if (tr.kind == "fem") {
+      f.x[k].Append(1, w.FemPositions(sw.fem_ids[fem++]).data());
+    } else if (tr.kind == "rod") {
+      const Index id = sw.rod_ids[rod++];
+      f.x[k].Append(1, w.RodPositions(id).data());
+      f.q[k].Append(1, w.rod_model(id).orientations().ToHost().data());
+    } else {
+      const RigidBody& b = w.rigid_body(tr.body);
+      const Scalar x[3] = {b.x[0], b.x[1], b.x[2]}, q[4] = {b.q.w, b.q.x, b.q.y, b.q.z};
+      f.x[k].Append(1, x);
+      f.q[k].Append(1, q);
+    }
+  }
+  std::vector<Scalar> position, normal, impulse;
+  std::vector<Index> bodies;
+  for (const ContactRecord& c : w.contacts()) {
+    position.insert(position.end(), {c.position[0], c.position[1], c.position[2]});
+    normal.insert(normal.end(), {c.normal[0], c.normal[1], c.normal[2]});
+    impulse.insert(impulse.end(), {c.lambda[0], c.lambda[1], c.lambda[2]});
+    bodies.insert(bodies.end(), {c.body_i, c.body_j});
+  }
+  const hsize_t nc = bodies.size() / 2;
+  f.contact_position.Append(nc, position.data());
+  f.contact_normal.Append(nc, normal.data());
+  f.contact_impulse.Append(nc, impulse.data());
+  f.contact_bodies.Append(nc, bodies.data());
+  f.contact_rows += Index(nc);
+  f.contact_offset.Append(1, &f.contact_rows);
+  // the statistics so far, then a flush (HDF5's buffers to the system: a reader of the .part
+  // file, or one after a crash, sees every frame so far)
+  WriteStats();
+  errno = 0;
+  if (H5Fflush(f.id, H5F_SCOPE_GLOBAL) < 0) throw Error(path_ + ": cannot flush " + path_ + ".part (" + Hdf5Reason() + ")");
 }
 
-void WriteStringAttr(hid_t loc, const std::string& name, const std::string& value) {
-  const hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, value.size() + 1);
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
-  H5Awrite(a, type, value.c_str());
-  H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
+void Recorder::Finish(const std::string& status, const std::string& failure) {
+  File& f = *file_;
+  WriteStats();
+  WriteStringAttr(f.id, "status", status, path_);
+  if (!failure.empty()) WriteStringAttr(f.id, "failure", failure, path_);
+  const hid_t id = f.id;
+  f.id = -1;
+  for (hid_t g : f.groups) H5Gclose(g);
+  f.groups.clear();
+  f.x.clear();
+  f.q.clear();
+  file_.reset();  // closes the datasets
+  errno = 0;
+  if (H5Fclose(id) < 0) {
+    std::filesystem::remove(path_ + ".part");
+    throw Error(path_ + ": cannot close " + path_ + ".part (" + Hdf5Reason() + ")");
+  }
+  std::error_code ec;
+  std::filesystem::rename(path_ + ".part", path_, ec);
+  if (ec) throw Error(path_ + ": cannot rename " + path_ + ".part (" + ec.message() + ")");
+  finished_ = true;
+  WriteSidecar();
 }
-
-}  // namespace
+#else
+void Recorder::WriteStats() {}
+void Recorder::AddFrame(const SceneWorld&) {}
+void Recorder::Finish(const std::string&, const std::string&) {}
 #endif
 
-void WriteTextAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".part";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw Error(path + ": cannot write " + tmp);
-    out << text;
-    if (!out) throw Error(path + ": cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
-
-void Recorder::Write(const std::string& path) const {
-#if CONDSIM_HAVE_HDF5
-  const std::string tmp = path + ".part";
-  const hsize_t frames = time_.size();
-  const hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
-  const hid_t file = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
-  H5Pclose(fcpl);
-  if (file < 0) throw Error(path + ": cannot create the output file");
-  const hid_t dbl = sizeof(Scalar) == 8 ? H5T_NATIVE_DOUBLE : H5T_NATIVE_FLOAT;
-  WriteStringAttr(file, "scene", scene_name_);
-  WriteStringAttr(file, "scene_hash", HashHex(scene_hash_));
-  WriteStringAttr(file, "commit", CONDSIM_GIT_COMMIT);
-  WriteData(file, "time", dbl, {frames}, time_.data(), path);
-  const hid_t bodies = MakeGroup(file, "bodies");
-  for (const Track& t : tracks_) {
-    const hid_t g = MakeGroup(bodies, GroupName(t.name));
-    WriteStringAttr(g, "kind", t.kind);
-    WriteData(g, "x", dbl, {frames, hsize_t(t.count), 3}, t.x.data(), path);
-    if (!t.q.empty()) WriteData(g, "q", dbl, {frames, hsize_t(t.count), 4}, t.q.data(), path);
-    if (!t.cells.empty()) WriteData(g, "tets", H5T_NATIVE_INT32, {t.cells.size() / 4, 4}, t.cells.data(), path);
-    if (t.shape >= 0) {
-      // the contact shape in the body frame: type as /static/type, size as /static/size
-      WriteData(g, "shape", H5T_NATIVE_INT32, {1}, &t.shape, path);
-      const Scalar size[3] = {t.size[0], t.size[1], t.size[2]};
-      WriteData(g, "size", dbl, {3}, size, path);
-    }
-    if (t.kind == "rod") {
-      std::vector<Index> line(std::size_t(t.count));
-      for (Index i = 0; i < t.count; ++i) line[i] = i;
-      WriteData(g, "line", H5T_NATIVE_INT32, {hsize_t(t.count)}, line.data(), path);
-    }
-    H5Gclose(g);
-  }
-  H5Gclose(bodies);
-  // the static shapes (for pictures): type (0 plane, 1 sphere, 2 box, 3 capsule), pose, size
-  if (!statics_.empty()) {
-    const hid_t st = MakeGroup(file, "static");
-    std::vector<Index> type;
-    std::vector<Scalar> centre, quat, size;
-    for (const StaticShape& sh : statics_) {
-      type.push_back(static_cast<Index>(sh.type));
-      centre.insert(centre.end(), {sh.center[0], sh.center[1], sh.center[2]});
-      quat.insert(quat.end(), {sh.orientation.w, sh.orientation.x, sh.orientation.y, sh.orientation.z});
-      size.insert(size.end(), {sh.size[0], sh.size[1], sh.size[2]});
-    }
-    const hsize_t ns = statics_.size();
-    WriteData(st, "type", H5T_NATIVE_INT32, {ns}, type.data(), path);
-    WriteData(st, "center", dbl, {ns, 3}, centre.data(), path);
-    WriteData(st, "quaternion", dbl, {ns, 4}, quat.data(), path);
-    WriteData(st, "size", dbl, {ns, 3}, size.data(), path);
-    H5Gclose(st);
-  }
-  const hid_t contacts = MakeGroup(file, "contacts");
-  const hsize_t nc = contact_bodies_.size() / 2;
-  WriteData(contacts, "offset", H5T_NATIVE_INT32, {contact_offset_.size()}, contact_offset_.data(), path);
-  if (nc > 0) {
-    WriteData(contacts, "position", dbl, {nc, 3}, contact_position_.data(), path);
-    WriteData(contacts, "normal", dbl, {nc, 3}, contact_normal_.data(), path);
-    WriteData(contacts, "impulse", dbl, {nc, 3}, contact_lambda_.data(), path);
-    WriteData(contacts, "bodies", H5T_NATIVE_INT32, {nc, 2}, contact_bodies_.data(), path);
-  }
-  H5Gclose(contacts);
-  const hid_t stats = MakeGroup(file, "stats");
-  const hsize_t steps = iterations_.size();
-  WriteData(stats, "iterations", H5T_NATIVE_INT32, {steps}, iterations_.data(), path);
-  WriteData(stats, "contacts", H5T_NATIVE_INT32, {steps}, contacts_.data(), path);
-  WriteData(stats, "residual", dbl, {steps}, residual_.data(), path);
-  WriteData(stats, "max_penetration", dbl, {steps}, penetration_.data(), path);
-  H5Gclose(stats);
-  if (H5Fclose(file) < 0) throw Error(path + ": cannot close the output file");
-  // the XDMF sidecar: a temporal collection of one grid per body and frame
-  const std::string h5 = std::filesystem::path(path).filename().string();
+void Recorder::WriteSidecar() const {
+  // a temporal collection of one spatial collection per frame, a uniform grid per body. A frame's
+  // geometry selects it from the [frames, count, 3] dataset with the Xdmf3 form
+  // file:/dataset|start:stride:count:dims (ParaView's default .xmf reader does not read
+  // HyperSlab items), and point bodies list their one point id (no implicit cells)
+  const std::string h5 = EscapeXml(std::filesystem::path(path_).filename().string());
+  const std::size_t frames = time_.size();
   std::ostringstream x;
-  x << "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n<Grid Name=\"" << scene_name_
+  x.precision(12);
+  x << "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"3.0\">\n<Domain>\n<Grid Name=\"" << EscapeXml(scene_name_)
     << "\" GridType=\"Collection\" CollectionType=\"Temporal\">\n";
-  for (hsize_t f = 0; f < frames; ++f) {
+  for (std::size_t f = 0; f < frames; ++f) {
     x << "<Grid Name=\"frame " << f << "\" GridType=\"Collection\" CollectionType=\"Spatial\">\n<Time Value=\"" << time_[f]
       << "\"/>\n";
     for (const Track& t : tracks_) {
-      const std::string g = "/bodies/" + GroupName(t.name);
-      x << "<Grid Name=\"" << t.name << "\" GridType=\"Uniform\">\n";
+      const std::string g = h5 + ":/bodies/" + EscapeXml(t.group);
+      x << "<Grid Name=\"" << EscapeXml(t.name) << "\" GridType=\"Uniform\">\n";
       if (t.kind == "fem") {
-        x << "<Topology TopologyType=\"Tetrahedron\" NumberOfElements=\"" << t.cells.size() / 4 << "\">\n<DataItem Dimensions=\""
-          << t.cells.size() / 4 << " 4\" NumberType=\"Int\" Format=\"HDF\">" << h5 << ":" << g << "/tets</DataItem>\n</Topology>\n";
+        x << "<Topology TopologyType=\"Tetrahedron\" NumberOfElements=\"" << t.cells << "\">\n<DataItem Dimensions=\"" << t.cells
+          << " 4\" NumberType=\"Int\" Precision=\"4\" Format=\"HDF\">" << g << "/tets</DataItem>\n</Topology>\n";
       } else if (t.kind == "rod") {
         x << "<Topology TopologyType=\"Polyline\" NodesPerElement=\"" << t.count << "\" NumberOfElements=\"1\">\n<DataItem Dimensions=\""
-          << t.count << "\" NumberType=\"Int\" Format=\"HDF\">" << h5 << ":" << g << "/line</DataItem>\n</Topology>\n";
+          << t.count << "\" NumberType=\"Int\" Precision=\"4\" Format=\"HDF\">" << g << "/line</DataItem>\n</Topology>\n";
       } else {
-        x << "<Topology TopologyType=\"Polyvertex\" NumberOfElements=\"1\"/>\n";
+        x << "<Topology TopologyType=\"Polyvertex\" NodesPerElement=\"1\" NumberOfElements=\"1\">\n<DataItem Dimensions=\"1\" "
+             "NumberType=\"Int\" Precision=\"4\" Format=\"XML\">0</DataItem>\n</Topology>\n";
       }
-      x << "<Geometry GeometryType=\"XYZ\">\n<DataItem ItemType=\"HyperSlab\" Dimensions=\"" << t.count
-        << " 3\" Type=\"HyperSlab\">\n<DataItem Dimensions=\"3 3\" Format=\"XML\">" << f << " 0 0 1 1 1 1 " << t.count
-        << " 3</DataItem>\n<DataItem Dimensions=\"" << frames << " " << t.count << " 3\" Format=\"HDF\" Precision=\"8\">" << h5 << ":"
-        << g << "/x</DataItem>\n</DataItem>\n</Geometry>\n</Grid>\n";
+      x << "<Geometry GeometryType=\"XYZ\">\n<DataItem Dimensions=\"" << t.count << " 3\" NumberType=\"Float\" Precision=\"8\" "
+        << "Format=\"HDF\">" << g << "/x|" << f << " 0 0:1 1 1:1 " << t.count << " 3:" << frames << " " << t.count
+        << " 3</DataItem>\n</Geometry>\n</Grid>\n";
     }
     x << "</Grid>\n";
   }
   x << "</Grid>\n</Domain>\n</Xdmf>\n";
-  std::filesystem::path xmf(path);
+  std::filesystem::path xmf(path_);
   xmf.replace_extension(".xmf");
-  std::filesystem::rename(tmp, path);
   WriteTextAtomically(xmf.string(), x.str());
-#else
-  (void)path;
-  throw Error("output: condsim was built without HDF5 (install libhdf5-dev and reconfigure); summary.json is still written");
-#endif
 }
 
 }  // namespace condsim

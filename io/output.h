@@ -1,14 +1,18 @@
 // Run output (docs/scene-format.md, "Output"): frames of every body's state, the contacts and
-// per-step statistics, written as HDF5 with an XDMF sidecar that ParaView opens directly. The
-// recorder keeps the frames in memory and writes `path` under a temporary name, renamed when
-// complete (an interrupted run leaves no file that looks finished). Files are bitwise
-// reproducible: no timestamps are stored. Needs HDF5 at build time (`condsim info`).
+// per-step statistics, streamed into HDF5 as they are produced (chunked datasets extended and
+// flushed frame by frame, so memory does not grow with the run) with an XDMF
+// sidecar that ParaView opens directly. The file is written as `path`.part with the attribute
+// status = "running"; Finish sets the final status (complete, interrupted, failed), writes the
+// sidecar and renames it to `path`, replacing an older run's file only then. A recorder destroyed
+// unfinished (an error while writing) removes its .part file. Files are bitwise reproducible: no
+// timestamps are stored. Needs HDF5 at build time (`condsim info`).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "io/scene.h"
+#include "models/world/scene.h"
 
 namespace condsim {
 
@@ -17,38 +21,53 @@ bool HaveHdf5();
 // writes text to path through path + ".part", renamed when complete (an interrupted write
 // never leaves a file that looks finished); throws condsim::Error naming the file
 void WriteTextAtomically(const std::string& path, const std::string& text);
+// text with the five XML special characters escaped (&amp; &lt; &gt; &quot; &apos;)
+std::string EscapeXml(const std::string& text);
+// HDF5 group names for the given body names, unique and in order: '/', '.', '|' and ':' become
+// '_' (HDF5 paths; the XDMF selection syntax), an empty name "_", and a repeated result gets
+// "_2", "_3", ...
+std::vector<std::string> UniqueGroupNames(const std::vector<std::string>& names);
 
 class Recorder {
  public:
-  Recorder(const Scene& scene, const SceneWorld& world);
-  // the state after a step, and that step's statistics
+  // creates path.part with every dataset empty; throws condsim::Error naming the file when it
+  // cannot (or when condsim was built without HDF5)
+  Recorder(const std::string& path, const Scene& scene, const SceneWorld& world);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  // one step's statistics (kept until the next frame)
   void AddStats(const StepStats& stats);
+  // the state after a step (with the statistics since the last frame), appended to the file
   void AddFrame(const SceneWorld& world);
+  // the remaining statistics, status ("complete", "interrupted", "failed") and failure text,
+  // the .xmf sidecar, then the rename of path.part to path
+  void Finish(const std::string& status, const std::string& failure);
   Index num_frames() const { return static_cast<Index>(time_.size()); }
-  // writes `path` (.h5) and its sidecar (path with .xmf); throws condsim::Error without HDF5
-  void Write(const std::string& path) const;
+  const std::string& path() const { return path_; }
 
  private:
   struct Track {
-    std::string name, kind;        // "fem", "rod", "rigid"
-    Index count = 0;               // nodes / segments / 1
-    std::vector<Scalar> x, q;      // per frame: 3 per item, 4 per item (rods, rigid)
-    std::vector<Index> cells;      // FEM: tetrahedra (4 each)
-    Index body = -1;               // rigid: its World body id
-    Index shape = -1;              // rigid: ShapeType (1 sphere, 2 box, 3 capsule, 4 mesh)
-    Vec3 size;                     // rigid: StaticShape::size of its shape [m]
+    std::string name, group, kind;  // kind: "fem", "rod", "rigid"
+    Index count = 0;                // nodes / segments / 1
+    Index cells = 0;                // FEM: tetrahedra
+    Index body = -1;                // rigid: its World body id
   };
+  struct File;                      // the open HDF5 file and its datasets
+  // appends the statistics kept since the last frame
+  void WriteStats();
+  void WriteSidecar() const;
+
+  std::string path_;
   std::string scene_name_;
-  std::uint64_t scene_hash_ = 0;
   std::vector<Track> tracks_;
-  std::vector<StaticShape> statics_;
-  std::vector<Scalar> time_;
-  // contacts of every frame, concatenated; frame f has entries offset[f] .. offset[f+1)
-  std::vector<Index> contact_offset_{0}, contact_bodies_;
-  std::vector<Scalar> contact_position_, contact_normal_, contact_lambda_;
-  // per step
+  std::vector<Scalar> time_;       // per frame (also in the file; the sidecar needs them)
+  std::unique_ptr<File> file_;
+  // statistics since the last frame
   std::vector<Index> iterations_, contacts_;
   std::vector<Scalar> residual_, penetration_;
+  bool finished_ = false;
 };
 
 }  // namespace condsim

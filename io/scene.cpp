@@ -114,6 +114,17 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
       }
     }
     throw Error(source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid JSON (" + e.what() + ")");
+  } catch (const Json::exception& e) {
+    // e.g. a number out of double range: the library names the token, found here for its line
+    std::string what = e.what();
+    const std::size_t q0 = what.find('\''), q1 = q0 == std::string::npos ? q0 : what.find('\'', q0 + 1);
+    std::string where = source;
+    if (q1 != std::string::npos) {
+      const std::size_t at = text.find(what.substr(q0 + 1, q1 - q0 - 1));
+      if (at != std::string::npos) where += ":" + std::to_string(1 + std::count(text.begin(), text.begin() + at, '\n'));
+    }
+    const std::size_t tag = what.find("] ");
+    throw Error(where + ": invalid JSON (" + (tag == std::string::npos ? what : what.substr(tag + 2)) + ")");
   }
   Scene scene;
   scene.source = source;
@@ -177,6 +188,8 @@ Scene ParseScene(const std::string& text, const std::string& source, const std::
     scene.pose_drives.push_back(std::move(drive));
   });
   ForEach(v, "grippers", [&](const Value& item, std::size_t i) { scene.grippers.push_back(ParseGripper(item, dir, i)); });
+  if (scene.rigid.empty() && scene.fem.empty() && scene.rods.empty() && scene.grippers.empty())
+    v.Fail("the scene has no bodies: add rigid_bodies, fem_bodies, rods or grippers");
   // every value checked again by its owner (e.g. the principal inertia of a body)
   Checked(v, [&] {
     scene.world.Validate();

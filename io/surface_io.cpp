@@ -9,6 +9,7 @@
 
 #include "condsim/build_info.h"
 #include "condsim/error.h"
+#include "condsim/math.h"
 #include "io/mesh_io.h"
 #include "io/mesh_text.h"
 
@@ -157,7 +158,46 @@ SurfaceMesh ReadSurface(const std::string& path) {
   return s;
 }
 
+void CheckClosedSurface(const SurfaceMesh& surface, const std::string& source) {
+  const std::size_t nv = surface.x.size() / 3, nt = surface.triangles.size() / 3;
+  CONDSIM_CHECK(nt >= 4, source << ": a closed surface needs at least 4 triangles, got " << nt);
+  for (double c : surface.x) CONDSIM_CHECK(std::isfinite(c), source << ": a vertex coordinate is not finite");
+  auto vertex = [&](Index i) {
+    return Vec3(Scalar(surface.x[3 * std::size_t(i)]), Scalar(surface.x[3 * std::size_t(i) + 1]), Scalar(surface.x[3 * std::size_t(i) + 2]));
+  };
+  // degenerate triangles: area below 1e-12 of the squared mean edge
+  double edge_sum = 0;
+  for (std::size_t t = 0; t < nt; ++t)
+    for (int k = 0; k < 3; ++k) {
+      const Index a = surface.triangles[3 * t + k], b = surface.triangles[3 * t + (k + 1) % 3];
+      CONDSIM_CHECK(a >= 0 && std::size_t(a) < nv, source << ": triangle " << t << " names vertex " << a << " of " << nv);
+      edge_sum += Norm(vertex(a) - vertex(b));
+    }
+  const double h = edge_sum / double(3 * nt);
+  double volume = 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    const Vec3 a = vertex(surface.triangles[3 * t]), b = vertex(surface.triangles[3 * t + 1]), c = vertex(surface.triangles[3 * t + 2]);
+    const double area = 0.5 * Norm(Cross(b - a, c - a));
+    CONDSIM_CHECK(area > 1e-12 * h * h, source << ": triangle " << t << " is degenerate (area " << area << " m^2)");
+    volume += Dot(a, Cross(b, c)) / 6;
+  }
+  // closed and manifold: every edge in exactly two triangles, once in each direction
+  std::map<std::pair<Index, Index>, int> directed;
+  for (std::size_t t = 0; t < nt; ++t)
+    for (int k = 0; k < 3; ++k) {
+      const Index a = surface.triangles[3 * t + k], b = surface.triangles[3 * t + (k + 1) % 3];
+      const std::pair<Index, Index> edge(a, b);
+      CONDSIM_CHECK(++directed[edge] == 1, source << ": edge " << a << "-" << b << " is used twice in the same direction "
+                                                    << "(triangle " << t << "): the surface is not manifold or not consistently oriented");
+    }
+  for (const auto& [edge, count] : directed)
+    CONDSIM_CHECK(directed.count(std::make_pair(edge.second, edge.first)) == 1,
+                  source << ": edge " << edge.first << "-" << edge.second << " belongs to one triangle only: the surface is not closed");
+  CONDSIM_CHECK(std::fabs(volume) > 1e-12 * h * h * h, source << ": the surface encloses no volume (flat)");
+}
+
 MeshReadResult Tetrahedralize(const SurfaceMesh& surface, const TetgenOptions& options, const std::string& source) {
+  CheckClosedSurface(surface, source);
 #if CONDSIM_HAVE_TETGEN
   CONDSIM_CHECK(options.max_volume >= 0 && std::isfinite(options.max_volume), source << ": tetgen max_volume must be >= 0");
   CONDSIM_CHECK(options.radius_edge_ratio >= 1.0, source << ": tetgen radius_edge_ratio must be >= 1");

@@ -10,6 +10,7 @@
 
 #include "condsim/build_info.h"
 #include "io/output.h"
+#include "io/scene.h"
 #include "test_util.h"
 
 #if CONDSIM_HAVE_HDF5
@@ -22,14 +23,14 @@ namespace {
 // runs box_sliding.json's first `steps` steps with a frame every `every` steps, writes `path`
 SceneWorld RunAndWrite(const Scene& scene, Backend* backend, int steps, int every, const std::string& path) {
   SceneWorld sw = BuildWorld(scene, backend);
-  Recorder rec(scene, sw);
+  Recorder rec(path, scene, sw);
   rec.AddFrame(sw);
   for (int k = 0; k < steps; ++k) {
     ApplyControls(scene, &sw);
     rec.AddStats(sw.world->Step());
     if ((k + 1) % every == 0) rec.AddFrame(sw);
   }
-  rec.Write(path);
+  rec.Finish("complete", "");
   return sw;
 }
 
@@ -87,9 +88,50 @@ TEST(Output, Hdf5HoldsTheRunStateAndIsReproducible) {
   std::vector<int> offset(6);
   read("/contacts/offset", H5T_NATIVE_INT32, offset.data());
   EXPECT_EQ(offset[5] - offset[4], static_cast<int>(sw.world->contacts().size()));  // 4 corners
+  // the run's status
+  const hid_t attr = H5Aopen(f, "status", H5P_DEFAULT);
+  const hid_t type = H5Aget_type(attr);
+  std::string status(H5Tget_size(type), '\0');
+  H5Aread(attr, type, status.data());
+  H5Tclose(type);
+  H5Aclose(attr);
+  EXPECT_STREQ(status.c_str(), "complete");
   H5Fclose(f);
   std::filesystem::remove_all(dir);
 #endif
+}
+
+// an unfinished recorder (an error while writing) leaves no file; an interrupted one keeps its
+// frames and renames its file
+TEST(Output, UnfinishedRecorderLeavesNoFileAndInterruptedKeepsItsFrames) {
+  if (!HaveHdf5()) GTEST_SKIP() << "built without HDF5";
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/box_sliding.json");
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_output_test2_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  {
+    Recorder rec(dir + "/a.h5", scene, sw);
+    rec.AddFrame(sw);
+    EXPECT_TRUE(std::filesystem::exists(dir + "/a.h5.part"));  // streamed while running
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/a.h5.part"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/a.h5"));
+  Recorder rec(dir + "/b.h5", scene, sw);
+  rec.AddFrame(sw);
+  rec.AddStats(sw.world->Step());
+  rec.AddFrame(sw);
+  rec.Finish("interrupted", "stopped by SIGINT after step 1");
+  EXPECT_EQ(rec.num_frames(), 2);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/b.h5"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/b.h5.part"));
+  std::filesystem::remove_all(dir);
+}
+
+// XML special characters in names (XDMF sidecar) and HDF5 group names made unique
+TEST(Output, NamesAreEscapedAndUnique) {
+  EXPECT_EQ(EscapeXml("a&b <c> \"d\" 'e'"), "a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;");
+  EXPECT_EQ(UniqueGroupNames({"a/b", "a.b", "a_b", "", "c"}), (std::vector<std::string>{"a_b", "a_b_2", "a_b_3", "_", "c"}));
 }
 
 }  // namespace

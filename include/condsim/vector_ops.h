@@ -43,6 +43,7 @@ struct MultiplyOp {
 // one block row of y = alpha A x + beta y for a BSR matrix: blocks in pattern order, each
 // block's entries left to right; y is not read when beta == 0
 struct BsrRowSpmvOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   Index block_dim;
   const Index* row_ptr;
   const Index* col_idx;

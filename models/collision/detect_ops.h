@@ -54,6 +54,7 @@ struct DetectView : DetectSceneView {
 // per triangle: its box grown by `reach` (the detection reach of every query plus the largest
 // radius) or its owner's depth limit plus that radius; lo/hi 3 each, ext = the largest side
 struct TriangleBoxOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   DetectView s;
   Scalar reach, max_radius;
   Scalar* lo;
@@ -85,6 +86,7 @@ struct TriangleBoxOp {
 
 // per triangle: the number of cells its box covers
 struct CellCountOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   const Scalar* lo;
   const Scalar* hi;
   Scalar inv_h;
@@ -99,6 +101,7 @@ struct CellCountOp {
 
 // per triangle: its (cell key, triangle) pairs from offset[t] on, in x-y-z cell order
 struct CellFillOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   const Scalar* lo;
   const Scalar* hi;
   Scalar inv_h;
@@ -139,6 +142,7 @@ struct DetectSlot {
 // |p - q|: a point inside a solid belongs to its nearest face, not the deepest); ties break by
 // the lower triangle index.
 struct PointQueryOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   DetectView s;
   const Scalar* box_lo;  // the triangles' grown boxes (TriangleBoxOp): a point outside cannot touch
   const Scalar* box_hi;

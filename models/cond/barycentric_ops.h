@@ -34,6 +34,7 @@ CONDSIM_RECORD_VIEW(BarycentricView, CONDSIM_BARYCENTRIC_FIELDS)
 // per host: A_o's row sums for the Frobenius W (A's row less its eq. 15 terms: kv w_a w_c I in
 // host blocks, -kv w_a I in virtual-node columns)
 struct BarycentricFrobeniusOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   BarycentricView g;
   const Index* row_ptr;
   const Index* col_idx;
@@ -85,6 +86,7 @@ struct BarycentricGammaOp {
 // turning A's row into A_o's with the virtual forces f (the eq. 15 rows give r_k = kv (v_k -
 // J v_o)); after them: u_a += w_a-bar sum_k w_a (f_new_k - f_k)
 struct BarycentricHostOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   BarycentricView g;
   const Scalar* r;
   const Scalar* f;
@@ -107,6 +109,7 @@ struct BarycentricHostOp {
 // per virtual node: u_k = J u_o + f_k / kv (before the sweeps less Gamma f_k, which the sweep
 // setup adds back)
 struct BarycentricNodeOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   BarycentricView g;
   const Scalar* f;
   const Scalar* w;

@@ -38,6 +38,7 @@ CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Ve
 // per listed node q and each patch P its row reaches: T_qP = sum_{j in P} A_ij Z_j as two 3x3
 // blocks (translation: sum A_ij at 2e; rotation: sum A_ij (-[r_j]x) at 2e + 1; e the entry)
 struct BodyModeProductOp {
+  static constexpr Index kGrain = 2048;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Index* row_ptr;
   const Index* col_idx;
@@ -65,6 +66,7 @@ struct BodyModeProductOp {
 // per patch p: its six rows of the body's A_c = Z^T A Z = sum_q Z_q^T T_qP (one thread per
 // patch; it writes only its own rows)
 struct BodyModeMatrixOp {
+  static constexpr Index kGrain = 16;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* t;
   Scalar* ac;
@@ -89,6 +91,7 @@ struct BodyModeMatrixOp {
 
 // per patch: g = Z^T r with r = A v - b (0 when its environment stopped)
 struct BodyModeResidualOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* r;
   const Index* node_env;
@@ -106,6 +109,7 @@ struct BodyModeResidualOp {
 
 // per coarse row k (6 per patch): dv_k = -(A_c^-1 g)_k within the patch's body
 struct BodyModeSolveOp {
+  static constexpr Index kGrain = 2048;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* ac_inv;
   const Scalar* g;
@@ -124,6 +128,7 @@ struct BodyModeSolveOp {
 // per listed node: v_i += Z_i dv_p = dv_lin + dv_ang x r and r_i += sum_P T_iP dv_P (r stays
 // A v - b)
 struct BodyModeApplyOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* t;
   const Scalar* dv;

@@ -40,6 +40,7 @@ CONDSIM_HD_INLINE Scalar ChainEntry(const ChainView& ch, const Scalar* values, I
 // banded Cholesky of each chain's sub-system into factor (row-band storage L(i, i-k) at
 // i * (bw + 1) + k); ok[c] = 0 when a pivot is not positive (the chain then falls back to w)
 struct ChainFactorOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
   ChainView ch;
   const Scalar* values;
   Scalar* factor;
@@ -71,6 +72,7 @@ struct ChainFactorOp {
 // d = W r on the chains' contact-free nodes: solves L L^T d = r (forward, then backward); the
 // entries of contact nodes (and of chains whose factorization failed) keep d = w r
 struct ChainApplyOp {
+  static constexpr Index kGrain = 4;  // items per CPU thread at least (cpu/parallel.h)
   ChainView ch;
   const Scalar* factor;
   const unsigned char* ok;

@@ -23,6 +23,7 @@ struct FpiStepOp {
 // so the writes never collide): node i gets +w_i R^T lambda, node j gets -w_j R^T lambda
 // (eq. 13, 24). With w == nullptr it adds Jc^T lambda itself (the contact forces of eq. 1).
 struct ApplyImpulseOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   ContactView c;
   const Index* order;
   Index begin;
@@ -47,6 +48,7 @@ struct ApplyImpulseOp {
 //   u += W Jc,m^T (lambda - lambda_m)  (eq. 24)
 // Contacts of environments that already stopped keep their impulse.
 struct ContactSweepOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   ContactView c;
   const Index* order;
   Index begin;
@@ -115,6 +117,7 @@ CONDSIM_HD_INLINE Scalar LargestOf3(const Scalar* s) {
 // norms, the ingredients of the Frobenius-norm step size (Sec. IV-C1), and the largest absolute
 // row sum of the 3 rows (the Gershgorin safeguard)
 struct FrobeniusNodeOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* row_ptr;
   const Index* col_idx;
   const Scalar* values;
@@ -144,6 +147,7 @@ struct FrobeniusNodeOp {
 // every Gershgorin disc of W A lies below `safeguard` < 2 and the unprojected iteration contracts
 // (Prop. 3 needs |I - W A| < 1); the Frobenius w alone can give lambda_max(W A) > 2 on stiff FEM.
 struct FrobeniusGroupOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* group_ptr;
   const Index* group_nodes;
   const Scalar* diag_sum;

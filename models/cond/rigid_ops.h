@@ -56,6 +56,7 @@ CONDSIM_HD_INLINE void RigidGroupVelocity(const RigidGroupView& g, Index grp, co
 // node v_v = J_v v_o + f_v / kv (eq. 15). Writes u_v = v_v - w_v f_v before the sweeps (the sweep
 // adds w_v f_v back), or u_o and u_v = v_v after them.
 struct RigidResponseOp {
+  static constexpr Index kGrain = 32;  // items per CPU thread at least (cpu/parallel.h)
   RigidGroupView g;
   const Scalar* b;
   const Scalar* f;
@@ -102,6 +103,7 @@ CONDSIM_RECORD_VIEW(RigidContactView, CONDSIM_RIGID_CONTACT_FIELDS)
 // most `passes` times. d_v bounds the group's whole Delassus row, so every update contracts; the
 // fixed point is that of the diagonal solve (eq. 11 per contact).
 struct RigidContactSweepOp {
+  static constexpr Index kGrain = 4;  // items per CPU thread at least (cpu/parallel.h)
   RigidGroupView g;
   RigidContactView own;
   ContactView c;

@@ -63,6 +63,7 @@ CONDSIM_HD_INLINE Mat12 GeometricStiffness(const Mat3& f, const Mat3& bm, Scalar
 // Psi = mu |S - I|^2 + lambda/2 tr(S - I)^2, the energy whose rotated-linear stiffness is eq. 8's
 // Je^T K Je), nodal forces f_a = -V P g_a with g_a = row a-1 of Bm (a = 1..3), f_0 = -sum
 struct FemElementOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* tets;
   const Scalar* x;
   const Scalar* bm;      // 9 per element: inverse of the rest edge matrix
@@ -114,6 +115,7 @@ struct FemElementOp {
 // b of eq. 9 per node: b = (2 m / t) v_k + sum of element forces + m g + f_ext; the element
 // contributions of node i are refs[ptr[i] .. ptr[i+1]) = element * 4 + local node
 struct FemNodeRhsOp {
+  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   const Index* ptr;
   const Index* refs;
   const Scalar* force;
@@ -137,6 +139,7 @@ struct FemNodeRhsOp {
 // alpha M + beta K): K_rc = sum over elements of V R [lambda g_a g_b^T + mu g_b g_a^T +
 // mu (g_a . g_b) I] R^T, the rotated linear-elastic stiffness; refs = element * 16 + a * 4 + b
 struct FemBlockOp {
+  static constexpr Index kGrain = 32768;  // items per CPU thread at least (cpu/parallel.h)
   const Index* ptr;
   const Index* refs;
   const Index* block_row;

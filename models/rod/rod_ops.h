@@ -87,6 +87,7 @@ CONDSIM_HD_INLINE JointKinematics ComputeJoint(const JointSide& l, const JointSi
 // A joint whose left side is a kinematic pose (pose >= 0) also moves the right side through the
 // pose's mid-step velocity: its force gains -(t/2) J^T K J_l v_pose (eq. 8 along the pose path).
 struct RodJointOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* left;     // segment, or -1 for a kinematic pose
   const Index* right;    // segment
   const Index* pose;     // pose slot of a kinematic left side, else -1
@@ -193,6 +194,7 @@ struct RodJointOp {
 // (2/t) I_w w - w x (I_w w) + tau_ext (explicit gyroscopic term, eq. 9's C v), plus the gathered
 // joint forces refs = joint * 4 + side-block (0..3)
 struct RodRhsOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* ptr;
   const Index* refs;
   const Scalar* force;
@@ -223,6 +225,7 @@ struct RodRhsOp {
 // one 3x3 block of A = (2/t + alpha) M + (t/2 + beta) sum J^T K J: refs = joint * 16 +
 // a * 4 + c (a, c the 3x3 sub-blocks of the joint's 12 x 12)
 struct RodBlockOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* ptr;
   const Index* refs;
   const Index* block_row;

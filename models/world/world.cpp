@@ -221,6 +221,7 @@ Index World::num_dofs() const {
 }
 
 void World::Finalize() {
+  CONDSIM_CHECK(num_bodies() > 0, "world: nothing to step (no rigid body, FEM body or cable was added)");
   // the global system's parts: FEM bodies, cables, then the rigid bodies
   w_.rigid = RigidModel(w_.rigid_init, "rigid bodies", w_.joints);
   w_.system = std::make_unique<SystemMatrix>(w_.backend);

@@ -1,0 +1,299 @@
+// `condsim run SCENE.json`: steps a scene file (docs/scene-format.md) with a progress bar, streams
+// the trajectory into DIR/output.h5 (+ .xmf) and writes DIR/summary.json. Everything that can be
+// checked before the first step is (options, the scene, the output directory); after it, an
+// error, a divergence or SIGINT / SIGTERM stops the run at a step boundary, and the output and
+// the summary are closed with the run's status. Exit codes: 0 complete, 1 error, 3 diverged,
+// 130 / 143 interrupted by SIGINT / SIGTERM.
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "apps/args.h"
+#include "condsim/backend.h"
+#include "condsim/build_commit.h"
+#include "io/output.h"
+#include "io/scene.h"
+
+namespace condsim::app {
+namespace {
+
+// the signal that asked the run to stop (0: none); a second one ends the process at once
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void OnStopSignal(int sig) {
+  if (g_stop_signal.exchange(sig) != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+// SIGINT / SIGTERM stop the run at the next step boundary; a file size limit (SIGXFSZ) becomes a
+// write error (EFBIG) instead of killing the process
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
+struct RunOptions {
+  std::string scene_path, out_dir;
+  long long steps = 0;
+  bool quiet = false, verbose = false, record = false;
+  long long every = 0;  // a frame every `every` steps
+};
+
+// the step count from the scene or --steps / --duration, checked against overflow
+long long StepCount(const Args& args, const Scene& scene) {
+  constexpr double kMaxSteps = 1e12;
+  const double dt = scene.world.dt;
+  if (args.Has("--steps") && args.Has("--duration")) throw Error("run: give --steps or --duration, not both");
+  if (args.Has("--steps")) return args.GetInt("--steps", 1, 1, 1000000000000LL);
+  const bool from_option = args.Has("--duration");
+  const double duration = from_option ? args.GetDouble("--duration", 1, 0, 1e15, true) : scene.duration;
+  const double steps = duration / dt;
+  if (!(steps <= kMaxSteps)) {
+    std::ostringstream msg;
+    msg << scene.source << ": " << (from_option ? "--duration" : "/duration") << " / /world/dt = " << duration << " s / " << dt
+        << " s = " << steps << " steps, more than " << kMaxSteps;
+    throw Error(msg.str());
+  }
+  return std::max<long long>(1, std::llround(steps));
+}
+
+// the output directory exists and takes a file, before the first step
+void Preflight(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error(dir + ": cannot create the output directory (" + ec.message() + ")");
+  if (!std::filesystem::is_directory(dir, ec)) throw Error(dir + ": the output path is not a directory");
+  const std::string probe = dir + "/.condsim-write-test";
+  {
+    std::ofstream out(probe);
+    if (out) out << "condsim\n";
+    out.flush();
+    if (!out) {
+      const std::string reason = std::strerror(errno);
+      std::filesystem::remove(probe, ec);
+      throw Error(dir + ": cannot write in the output directory (" + reason + ")");
+    }
+  }
+  std::filesystem::remove(probe, ec);
+}
+
+// --threads N, capped at the hardware threads (more only oversubscribes the cores)
+int ThreadCount(const Args& args, bool quiet) {
+  int threads = int(args.GetInt("--threads", 0, 0, 4096));
+  const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads > hw) {
+    if (!quiet) std::cout << "condsim run: --threads " << threads << " capped at the " << hw << " hardware threads\n";
+    threads = hw;
+  }
+  return threads;
+}
+
+struct Totals {
+  double iterations = 0, contacts = 0, solver_s = 0, dynamics_s = 0, max_pen = 0;
+  long long done = 0;
+  int not_converged = 0;
+};
+
+void Progress(const Totals& t, long long steps, double wall, bool tty, bool* printed) {
+  const double rate = double(t.done) / std::max(wall, 1e-9);
+  const int width = 30, filled = int(width * double(t.done) / double(steps));
+  char line[200];
+  std::snprintf(line, sizeof(line), "[%s%s] %lld/%lld steps  %.1f steps/s  ETA %.0f s", std::string(filled, '#').c_str(),
+                std::string(width - filled, '.').c_str(), t.done, steps, rate, double(steps - t.done) / rate);
+  std::cerr << (tty ? "\r" : "") << line << (tty ? "" : "\n") << std::flush;
+  *printed = true;
+}
+
+nlohmann::json Summary(const RunOptions& o, const Scene& scene, const World& world, const Backend& backend, const Totals& t,
+                       double wall) {
+  const double n = double(std::max<long long>(t.done, 1));
+  nlohmann::json s;
+  s["scene"] = o.scene_path;
+  s["scene_name"] = scene.name;
+  s["scene_hash"] = HashHex(scene.hash);
+  s["commit"] = CONDSIM_GIT_COMMIT;
+  s["steps"] = t.done;
+  s["steps_requested"] = o.steps;
+  s["dt_s"] = scene.world.dt;
+  s["dof"] = world.num_dofs();
+  s["backend"] = ToString(backend.kind());
+  s["device"] = backend.Describe();
+  s["mean_iterations"] = t.iterations / n;
+  s["steps_not_converged"] = t.not_converged;
+  s["max_penetration_m"] = t.max_pen;
+  s["mean_contacts"] = t.contacts / n;
+  s["dynamics_ms_per_step"] = t.dynamics_s / n * 1e3;
+  s["solver_ms_per_step"] = t.solver_s / n * 1e3;
+  s["wall_s"] = wall;
+  if (scene.randomized) s["seed"] = scene.seed;
+  for (const SceneRandom& r : scene.randomization)
+    for (const std::string& p : r.paths) s["randomization"][p] = r.value;
+  return s;
+}
+
+void PrintTable(const Scene& scene, const World& world, const Totals& t, double wall, const std::string& status,
+                const std::string& summary_file) {
+  const double n = double(std::max<long long>(t.done, 1));
+  std::printf("%-22s %s\n", "scene", scene.name.c_str());
+  std::printf("%-22s %s\n", "status", status.c_str());
+  std::printf("%-22s %lld (%.3f s simulated)\n", "steps", t.done, double(t.done) * scene.world.dt);
+  std::printf("%-22s %d\n", "dof", world.num_dofs());
+  std::printf("%-22s %.1f\n", "mean iterations", t.iterations / n);
+  std::printf("%-22s %.1f\n", "mean contacts", t.contacts / n);
+  std::printf("%-22s %.3g mm\n", "max penetration", t.max_pen * 1e3);
+  std::printf("%-22s %.3f ms/step\n", "dynamics", t.dynamics_s / n * 1e3);
+  std::printf("%-22s %.3f ms/step\n", "solver", t.solver_s / n * 1e3);
+  std::printf("%-22s %.2f s\n", "wall", wall);
+  std::printf("%-22s %s\n", "summary", summary_file.c_str());
+}
+
+}  // namespace
+
+int RunSceneFile(const Args& args) {
+  InstallSignalHandlers();
+  RunOptions o;
+  o.scene_path = args.positional()[0];
+  o.quiet = args.Flag("--quiet");
+  o.verbose = args.Flag("--verbose");
+  // --seed: the scene's randomized values drawn from their ranges (a batch member)
+  std::uint64_t seed = 0;
+  if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, (1LL << 53) - 1));  // exact in the parser's double
+  BackendOptions options;
+  options.cpu_threads = ThreadCount(args, o.quiet);
+  const Scene scene = LoadScene(o.scene_path, args.Has("--seed") ? &seed : nullptr);
+  o.steps = StepCount(args, scene);
+  const BackendSelection sel = MakeBackend(ParseBackendChoice(args.Get("--backend", "auto")), options);
+  std::string name = scene.name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  o.out_dir = args.Get("--out", "condsim-out/" + name);
+  Preflight(o.out_dir);
+  SceneWorld sw = BuildWorld(scene, sel.backend.get());
+  World& world = *sw.world;
+  // trajectory frames every `every` steps (the scene's output frame rate), the first at t = 0
+  const Scalar dt = scene.world.dt;
+  o.record = scene.frame_rate > 0 && !args.Flag("--no-output");
+  if (o.record && !HaveHdf5() && !o.quiet) std::cout << "condsim run: built without HDF5: no trajectory file, summary.json only\n";
+  o.every = o.record ? std::max<long long>(1, std::llround(1 / (scene.frame_rate * dt))) : 0;
+  std::unique_ptr<Recorder> recorder;
+  if (o.record && HaveHdf5()) {
+    recorder = std::make_unique<Recorder>(o.out_dir + "/output.h5", scene, sw);
+    recorder->AddFrame(sw);
+  }
+  if (!o.quiet) {
+    std::cout << "condsim run " << o.scene_path << ": " << scene.name << ", " << o.steps << " steps of " << dt << " s on "
+              << sel.backend->Describe() << "\n";
+    if (scene.randomized) {
+      std::cout << "seed " << scene.seed << ":";
+      for (const SceneRandom& r : scene.randomization)
+        for (const std::string& p : r.paths) std::cout << " " << p << " = " << r.value;
+      std::cout << "\n";
+    }
+  }
+  const bool tty = isatty(fileno(stderr));
+  Totals t;
+  std::string status = "complete", failure;
+  int exit_code = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto last_print = t0;
+  bool printed = false;
+  while (t.done < o.steps) {
+    if (const int sig = g_stop_signal.load()) {
+      status = "interrupted";
+      failure = std::string("stopped by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + " after step " + std::to_string(t.done);
+      exit_code = 128 + sig;
+      break;
+    }
+    StepStats st;
+    try {
+      ApplyControls(scene, &sw);
+      st = world.Step();
+    } catch (const DivergenceError& e) {
+      status = "failed";
+      failure = e.what();
+      exit_code = 3;
+      break;
+    } catch (const std::exception& e) {
+      status = "failed";
+      failure = e.what();
+      exit_code = 1;
+      break;
+    }
+    if (recorder) {
+      try {
+        recorder->AddStats(st);
+        if ((t.done + 1) % o.every == 0) recorder->AddFrame(sw);
+      } catch (const std::exception& e) {
+        // the output cannot be written (e.g. the disk is full): the run stops, the partial file goes
+        recorder.reset();
+        status = "failed";
+        failure = e.what();
+        exit_code = 1;
+        break;
+      }
+    }
+    ++t.done;
+    if (o.verbose)
+      std::printf("step %lld t %.4f s: iterations %d residual %.3g m/s contacts %d virtual nodes %d penetration %.4g mm %.1f ms\n",
+                  t.done - 1, double(t.done) * dt, st.cond.iterations, st.cond.residual, int(st.contacts), int(st.virtual_nodes),
+                  double(st.max_penetration) * 1e3, st.step_seconds * 1e3);
+    t.iterations += st.cond.iterations;
+    t.not_converged += st.cond.converged ? 0 : 1;
+    t.contacts += double(st.contacts);
+    const double solve = st.cond.setup_seconds + st.cond.iterate_seconds;
+    t.solver_s += solve;
+    t.dynamics_s += st.step_seconds - solve;
+    t.max_pen = std::max(t.max_pen, double(st.max_penetration));
+    // progress: a bar on a terminal, plain lines every 10 % otherwise
+    const auto now = std::chrono::steady_clock::now();
+    const bool tenth = t.done * 10 / o.steps != (t.done - 1) * 10 / o.steps;
+    if (!o.quiet && ((tty && std::chrono::duration<double>(now - last_print).count() > 0.2) || (!tty && tenth) || t.done == o.steps)) {
+      last_print = now;
+      Progress(t, o.steps, std::chrono::duration<double>(now - t0).count(), tty, &printed);
+    }
+  }
+  if (!o.quiet && tty && printed) std::cerr << "\n";
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json summary = Summary(o, scene, world, *sel.backend, t, wall);
+  summary["status"] = status;
+  summary["diverged"] = exit_code == 3;
+  if (!failure.empty()) summary["failure"] = failure;
+  if (recorder) {
+    recorder->Finish(status, failure);
+    summary["output"] = recorder->path();
+    summary["frames"] = recorder->num_frames();
+  } else {
+    // no trajectory from this run: an older run's must not pass for it
+    std::error_code ec;
+    for (const char* stale : {"/output.h5", "/output.xmf"}) std::filesystem::remove(o.out_dir + stale, ec);
+  }
+  const std::string file = o.out_dir + "/summary.json";
+  WriteTextAtomically(file, summary.dump(2) + "\n");
+  if (!o.quiet) PrintTable(scene, world, t, wall, status, file);
+  if (exit_code != 0) std::cerr << "condsim run: " << status << ": " << failure << "\n";
+  return exit_code;
+}
+
+}  // namespace condsim::app
