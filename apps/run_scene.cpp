@@ -110,10 +110,21 @@ int ThreadCount(const Args& args, bool quiet) {
   return threads;
 }
 
+// a warning of the solver's: how often, and the first step
+struct Warning {
+  long long count = 0, first_step = -1;
+  void Add(long long step) {
+    if (count++ == 0) first_step = step;
+  }
+  nlohmann::json Json() const { return {{"count", count}, {"first_step", first_step}}; }
+};
+
 struct Totals {
-  double iterations = 0, contacts = 0, solver_s = 0, dynamics_s = 0, max_pen = 0;
+  double iterations = 0, contacts = 0, solver_s = 0, dynamics_s = 0, max_pen = 0, max_speed = 0, max_energy = 0;
   long long done = 0;
-  int not_converged = 0;
+  Warning not_converged;    // the solve stopped at max_iterations above theta_th
+  Warning residual_growth;  // and its final residual grew tenfold over the last step's
+  double last_residual = -1;
 };
 
 void Progress(const Totals& t, long long steps, double wall, bool tty, bool* printed) {
@@ -141,7 +152,10 @@ nlohmann::json Summary(const RunOptions& o, const Scene& scene, const World& wor
   s["backend"] = ToString(backend.kind());
   s["device"] = backend.Describe();
   s["mean_iterations"] = t.iterations / n;
-  s["steps_not_converged"] = t.not_converged;
+  s["health"] = {{"not_converged", t.not_converged.Json()},
+                 {"residual_growth", t.residual_growth.Json()},
+                 {"max_speed_m_s", t.max_speed},
+                 {"max_kinetic_energy_j", t.max_energy}};
   s["max_penetration_m"] = t.max_pen;
   s["mean_contacts"] = t.contacts / n;
   s["dynamics_ms_per_step"] = t.dynamics_s / n * 1e3;
@@ -163,6 +177,9 @@ void PrintTable(const Scene& scene, const World& world, const Totals& t, double 
   std::printf("%-22s %.1f\n", "mean iterations", t.iterations / n);
   std::printf("%-22s %.1f\n", "mean contacts", t.contacts / n);
   std::printf("%-22s %.3g mm\n", "max penetration", t.max_pen * 1e3);
+  std::printf("%-22s %lld", "steps not converged", t.not_converged.count);
+  if (t.not_converged.count > 0) std::printf(" (first: step %lld; residual growth %lld)", t.not_converged.first_step, t.residual_growth.count);
+  std::printf("\n%-22s %.3g m/s\n", "max speed", t.max_speed);
   std::printf("%-22s %.3f ms/step\n", "dynamics", t.dynamics_s / n * 1e3);
   std::printf("%-22s %.3f ms/step\n", "solver", t.solver_s / n * 1e3);
   std::printf("%-22s %.2f s\n", "wall", wall);
@@ -260,7 +277,17 @@ int RunSceneFile(const Args& args) {
                   t.done - 1, double(t.done) * dt, st.cond.iterations, st.cond.residual, int(st.contacts), int(st.virtual_nodes),
                   double(st.max_penetration) * 1e3, st.step_seconds * 1e3);
     t.iterations += st.cond.iterations;
-    t.not_converged += st.cond.converged ? 0 : 1;
+    // the solver's warnings: the first one is printed, all are counted
+    if (!st.cond.converged) {
+      if (t.not_converged.count == 0 && !o.quiet)
+        std::cerr << "condsim run: warning: step " << t.done - 1 << ": the solve stopped at max_iterations with residual "
+                  << st.cond.residual << " m/s (theta_th " << scene.world.cond.theta_threshold << "); counted in summary.json health\n";
+      t.not_converged.Add(t.done - 1);
+      if (t.last_residual > 0 && st.cond.residual > 10 * t.last_residual) t.residual_growth.Add(t.done - 1);
+    }
+    t.last_residual = st.cond.residual;
+    t.max_speed = std::max(t.max_speed, double(st.health.max_speed));
+    t.max_energy = std::max(t.max_energy, double(st.health.kinetic_energy));
     t.contacts += double(st.contacts);
     const double solve = st.cond.setup_seconds + st.cond.iterate_seconds;
     t.solver_s += solve;

@@ -217,14 +217,14 @@ struct Recorder::File {
   Appendable time;
   std::vector<Appendable> x, q;  // per track (q: rods and rigid bodies)
   Appendable contact_offset, contact_position, contact_normal, contact_impulse, contact_bodies;
-  Appendable iterations, contacts, residual, penetration;
+  Appendable iterations, contacts, residual, penetration, converged, max_speed, kinetic_energy;
   Index contact_rows = 0;
   ~File() {
     x.clear();
     q.clear();
     time = Appendable();
     for (Appendable* a : {&contact_offset, &contact_position, &contact_normal, &contact_impulse, &contact_bodies, &iterations,
-                          &contacts, &residual, &penetration})
+                          &contacts, &residual, &penetration, &converged, &max_speed, &kinetic_energy})
       *a = Appendable();
     for (hid_t g : groups) H5Gclose(g);
     if (id >= 0) H5Fclose(id);
@@ -330,6 +330,9 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
     f.contacts = Appendable(stats, "contacts", i32, {}, path);
     f.residual = Appendable(stats, "residual", dbl, {}, path);
     f.penetration = Appendable(stats, "max_penetration", dbl, {}, path);
+    f.converged = Appendable(stats, "converged", i32, {}, path);
+    f.max_speed = Appendable(stats, "max_speed", dbl, {}, path);
+    f.kinetic_energy = Appendable(stats, "kinetic_energy", dbl, {}, path);
   } catch (...) {
     file_.reset();
     std::filesystem::remove(tmp);
@@ -354,6 +357,9 @@ void Recorder::AddStats(const StepStats& s) {
   contacts_.push_back(s.contacts);
   residual_.push_back(Scalar(s.cond.residual));
   penetration_.push_back(s.max_penetration);
+  converged_.push_back(s.cond.converged ? 1 : 0);
+  max_speed_.push_back(s.health.max_speed);
+  kinetic_energy_.push_back(s.health.kinetic_energy);
 }
 
 #if CONDSIM_HAVE_HDF5
@@ -363,10 +369,11 @@ void Recorder::WriteStats() {
   f.contacts.Append(contacts_.size(), contacts_.data());
   f.residual.Append(residual_.size(), residual_.data());
   f.penetration.Append(penetration_.size(), penetration_.data());
-  iterations_.clear();
-  contacts_.clear();
-  residual_.clear();
-  penetration_.clear();
+  f.converged.Append(converged_.size(), converged_.data());
+  f.max_speed.Append(max_speed_.size(), max_speed_.data());
+  f.kinetic_energy.Append(kinetic_energy_.size(), kinetic_energy_.data());
+  for (auto* v : {&iterations_, &contacts_, &converged_}) v->clear();
+  for (auto* v : {&residual_, &penetration_, &max_speed_, &kinetic_energy_}) v->clear();
 }
 
 void Recorder::AddFrame(const SceneWorld& sw) {

@@ -65,8 +65,8 @@ class Recorder {
   std::vector<Scalar> time_;       // per frame (also in the file; the sidecar needs them)
   std::unique_ptr<File> file_;
   // statistics since the last frame
-  std::vector<Index> iterations_, contacts_;
-  std::vector<Scalar> residual_, penetration_;
+  std::vector<Index> iterations_, contacts_, converged_;
+  std::vector<Scalar> residual_, penetration_, max_speed_, kinetic_energy_;
   bool finished_ = false;
 };
 

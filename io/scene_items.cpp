@@ -12,13 +12,20 @@ namespace condsim {
 namespace scene_json {
 
 void ParseWorld(const Value& v, WorldParams* w) {
-  v.Object({"dt", "gravity", "kv", "contact_margin", "inelastic", "warm_start"});
+  v.Object({"dt", "gravity", "kv", "contact_margin", "inelastic", "warm_start", "health"});
   w->dt = v.Number("dt", w->dt, 0, 1, true);
   w->gravity = v.Vector("gravity", w->gravity);
   w->kv = v.Number("kv", w->kv, 0, kInf, true);
   w->contact_margin = v.Number("contact_margin", w->contact_margin, 0, kInf);
   w->inelastic = v.Bool("inelastic", w->inelastic);
   w->warm_start = v.Bool("warm_start", w->warm_start);
+  if (v.Has("health")) {
+    const Value h = v.At("health");
+    h.Object({"max_speed", "max_distance", "max_energy_growth"});
+    w->health.max_speed = h.Number("max_speed", w->health.max_speed, 0, kInf, true);
+    w->health.max_distance = h.Number("max_distance", w->health.max_distance, 0, kInf, true);
+    w->health.max_energy_growth = h.Number("max_energy_growth", w->health.max_energy_growth, 1, kInf, true);
+  }
 }
 
 void ParseSolver(const Value& v, CondParams* c) {

@@ -14,6 +14,7 @@ void WorldParams::Validate() const {
   CONDSIM_CHECK(std::isfinite(kv) && kv > 0, "world: kv must be > 0 [N s/m], got " << kv);
   CONDSIM_CHECK(std::isfinite(contact_margin) && contact_margin >= 0, "world: contact_margin must be >= 0 [m], got " << contact_margin);
   cond.Validate();
+  health.Validate();
 }
 
 Scalar DepthLimit(const Scalar* x, const std::vector<Index>& tri) {

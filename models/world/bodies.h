@@ -18,6 +18,14 @@
 
 namespace condsim {
 
+// bounds on every body's state per step (models/world/health.h); beyond one the run diverged
+struct HealthLimits {
+  Scalar max_speed = 1e3;          // mid-step speed of any node, segment or body [m/s]
+  Scalar max_distance = 1e4;       // distance from the origin [m]
+  Scalar max_energy_growth = 1e3;  // kinetic energy over the last step's (plus a floor, health.h)
+  void Validate() const;
+};
+
 struct WorldParams {
   Scalar dt = 0.01;                     // time step t [s]
   Vec3 gravity{0, 0, -9.81};            // [m/s^2]
@@ -26,6 +34,7 @@ struct WorldParams {
   bool inelastic = true;                // restitution 0 at pressed contacts
   bool warm_start = true;               // start each solve from the previous step's v-hat (Sec. V-A5)
   CondParams cond;                      // the solver
+  HealthLimits health;                  // divergence bounds
   // throws condsim::Error naming the field
   void Validate() const;
 };

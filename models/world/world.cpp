@@ -238,6 +238,7 @@ void World::Finalize() {
   assemble_.Build(w_);
   solve_.Build(w_);
   inelastic_.Build(w_);
+  health_.Build(w_);
   detect_.Build(&w_);
   finalized_ = true;
 }
@@ -258,6 +259,7 @@ StepStats World::Step() {
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat);
   stats.contacts = contacts.size();
   stats.virtual_nodes = nodes_.virtual_nodes().size();
+  stats.health = health_.Run(w_, vhat, steps_, time_);
   const std::vector<Scalar> lambda = solve_.Impulses();
   Integrate(&w_, vhat);
   if (w_.params.inelastic && contacts.size() > 0) inelastic_.Run(&w_, contacts, detect_.meta(), lambda, vhat);

@@ -3,6 +3,7 @@
 //   detect (detect.h: contacts under the contact rule, contact_rule.h; virtual nodes, nodalize.h)
 //   -> assemble (assemble.h: A v-hat = b + Jc^T lambda, eq. 9 and 15)
 //   -> solve (solve.h: COND, Alg. 1; divergence is a DivergenceError)
+//   -> health (health.h: speed, energy and distance bounds; beyond them a DivergenceError)
 //   -> integrate (integrate.h: x += t v-hat, v = 2 v-hat - v, eq. 4)
 //   -> inelastic (inelastic.h: restitution 0 at pressed contacts)
 // and records the contact forces. The stages share the bodies (bodies.h). SI units.
@@ -17,6 +18,7 @@
 #include "models/world/assemble.h"
 #include "models/world/bodies.h"
 #include "models/world/detect.h"
+#include "models/world/health.h"
 #include "models/world/inelastic.h"
 #include "models/world/nodalize.h"
 #include "models/world/solve.h"
@@ -44,6 +46,7 @@ struct Wrench {
 
 struct StepStats {
   CondStats cond;
+  HealthReport health;         // speed, kinetic energy and distance of the step (models/world/health.h)
   Index contacts = 0;
   Index virtual_nodes = 0;
   Scalar max_penetration = 0;  // deepest detected penetration at the step's start [m] (-gap)
@@ -125,6 +128,7 @@ class World {
   AssembleStage assemble_;
   SolveStage solve_;
   InelasticStage inelastic_;
+  HealthStage health_;
   std::vector<ContactRecord> records_;
   bool finalized_ = false;
   Scalar time_ = 0;

@@ -1,0 +1,101 @@
+// The health stage: speed, kinetic energy and distance bounds per body and step.
+#include "models/world/health.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "condsim/error.h"
+
+namespace condsim {
+
+void HealthLimits::Validate() const {
+  CONDSIM_CHECK(std::isfinite(max_speed) && max_speed > 0, "world.health: max_speed must be > 0 [m/s], got " << max_speed);
+  CONDSIM_CHECK(std::isfinite(max_distance) && max_distance > 0, "world.health: max_distance must be > 0 [m], got " << max_distance);
+  CONDSIM_CHECK(std::isfinite(max_energy_growth) && max_energy_growth > 1,
+                "world.health: max_energy_growth must be > 1, got " << max_energy_growth);
+}
+
+void HealthStage::Build(const WorldBodies& w) {
+  mass_.assign(std::size_t(w.system->num_base_nodes()), 0);
+  total_mass_ = 0;
+  for (std::size_t d = 0; d < w.num_deformable(); ++d) {
+    const Index off = w.system->part_offset(w.DeformablePart(d));
+    for (Index k = 0; k < w.DeformableNodes(d); ++k) total_mass_ += mass_[off + k] = w.DeformableMass(d, k);
+  }
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) total_mass_ += w.rigid.body(k).mass;
+}
+
+namespace {
+
+[[noreturn]] void Diverged(Index body, Index step, Scalar time, const std::string& what) {
+  std::ostringstream msg;
+  msg << "world: environment 0, body " << body << " diverged (" << what << ") at step " << step << " (t = " << time << " s)";
+  throw DivergenceError(msg.str(), 0, body, step);
+}
+
+}  // namespace
+
+HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time) {
+  const HealthLimits& lim = w.params.health;
+  HealthReport r;
+  auto speed = [&](Scalar s, Index body) {
+    if (s > r.max_speed) {
+      r.max_speed = s;
+      r.fastest_body = body;
+    }
+  };
+  auto distance = [&](Scalar d, Index body) {
+    if (d > r.max_distance) {
+      r.max_distance = d;
+      r.farthest_body = body;
+    }
+  };
+  // deformable bodies: nodes with mass (FEM nodes, segment centres); positions from the backend
+  for (std::size_t d = 0; d < w.num_deformable(); ++d) {
+    const bool fem = d < w.fem.size();
+    const Index body = fem ? w.BodyId(BodyKind::kFem, Index(d)) : w.BodyId(BodyKind::kRod, Index(d - w.fem.size()));
+    const Index off = w.system->part_offset(w.DeformablePart(d));
+    for (Index k = 0; k < w.DeformableNodes(d); ++k) {
+      const Scalar m = mass_[off + k];
+      if (m <= 0) continue;
+      const Scalar v2 = Dot(LoadVec3(vhat.data(), off + k), LoadVec3(vhat.data(), off + k));
+      r.kinetic_energy += Scalar(0.5) * m * v2;
+      speed(std::sqrt(v2), body);
+    }
+    const Array<Scalar>& x = fem ? w.fem[d]->x : w.rods[d - w.fem.size()]->model->positions();
+    distance(std::sqrt(Scalar(3)) * w.backend->MaxAbs(x), body);  // a bound within sqrt(3)
+  }
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
+    const Index body = w.BodyId(BodyKind::kRigid, k), t = w.RigidNode(k);
+    const Vec3 v = LoadVec3(vhat.data(), t), om = LoadVec3(vhat.data(), t + 1);
+    const RigidBody& b = w.rigid.body(k);
+    r.kinetic_energy += Scalar(0.5) * (b.mass * Dot(v, v) + Dot(om, w.rigid.WorldInertia(k) * om));
+    speed(Norm(v), body);
+    distance(Norm(b.x), body);
+  }
+  if (r.max_speed > lim.max_speed) {
+    std::ostringstream what;
+    what << "speed " << r.max_speed << " m/s above world.health.max_speed " << lim.max_speed << " m/s";
+    Diverged(r.fastest_body, step, time, what.str());
+  }
+  if (!(r.max_distance <= lim.max_distance)) {
+    std::ostringstream what;
+    what << "distance " << r.max_distance << " m from the origin above world.health.max_distance " << lim.max_distance << " m";
+    Diverged(r.farthest_body, step, time, what.str());
+  }
+  // the energy may grow by at most max_energy_growth over the last step's plus the floor (every
+  // body at max(|g| t, 1 mm/s): a start from rest, a drive starting to pull)
+  const Scalar v0 = std::max(Norm(w.params.gravity) * w.params.dt, Scalar(1e-3));
+  const Scalar floor = Scalar(0.5) * total_mass_ * v0 * v0;
+  if (last_energy_ >= 0 && r.kinetic_energy > lim.max_energy_growth * (last_energy_ + floor)) {
+    std::ostringstream what;
+    what << "kinetic energy " << r.kinetic_energy << " J after " << last_energy_ << " J, more than world.health.max_energy_growth = "
+         << lim.max_energy_growth << " times that plus " << floor << " J";
+    Diverged(r.fastest_body, step, time, what.str());
+  }
+  last_energy_ = r.kinetic_energy;
+  return r;
+}
+
+}  // namespace condsim

@@ -1,0 +1,38 @@
+// The health stage: after the solve, every body's mid-step speed, kinetic energy and distance from
+// the origin against the world's limits (WorldParams::health). A body beyond a limit is a
+// DivergenceError naming the environment, the body and the step, like a NaN/Inf velocity, so a
+// run that blows up stops (exit 3) with what it computed instead of writing 10^90 m positions.
+// The solver's own warnings (iteration cap, residual growth) are the caller's (CondStats). SI units.
+#pragma once
+
+#include <vector>
+
+#include "models/world/bodies.h"
+
+namespace condsim {
+
+// what one step's check measured (v-hat: the mid-step velocity of eq. 4)
+struct HealthReport {
+  Scalar max_speed = 0;       // the fastest node, segment or rigid body [m/s]
+  Index fastest_body = -1;    // its body id
+  Scalar kinetic_energy = 0;  // translational, of nodes and segments; rigid bodies with rotation [J]
+  Scalar max_distance = 0;    // the farthest FEM node, segment centre or centre of mass from the origin
+                              // at the step's start [m]
+  Index farthest_body = -1;
+};
+
+class HealthStage {
+ public:
+  // the node masses of the deformable parts (once, at the first step)
+  void Build(const WorldBodies& w);
+  // throws DivergenceError when a body exceeds w.params.health (the kinetic energy: its growth
+  // over the last step's, beyond the floor of every body at max(|g| t, 1 mm/s))
+  HealthReport Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time);
+
+ private:
+  std::vector<Scalar> mass_;  // per base node [kg]; 0 on rigid and rotation nodes
+  Scalar total_mass_ = 0;
+  Scalar last_energy_ = -1;   // the last step's kinetic energy (-1: none yet)
+};
+
+}  // namespace condsim
