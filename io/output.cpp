@@ -215,12 +215,13 @@ struct Recorder::File {
   hid_t id = -1;
   std::vector<hid_t> groups;  // closed before the file
   Appendable time;
-  std::vector<Appendable> x, q;  // per track (q: rods and rigid bodies)
+  std::vector<Appendable> x, v, q;  // per track (q: rods and rigid bodies)
   Appendable contact_offset, contact_position, contact_normal, contact_impulse, contact_bodies;
   Appendable iterations, contacts, residual, penetration, converged, max_speed, kinetic_energy;
   Index contact_rows = 0;
   ~File() {
     x.clear();
+    v.clear();
     q.clear();
     time = Appendable();
     for (Appendable* a : {&contact_offset, &contact_position, &contact_normal, &contact_impulse, &contact_bodies, &iterations,
@@ -279,6 +280,7 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
       f.groups.push_back(g);
       WriteStringAttr(g, "kind", t.kind, path);
       f.x.emplace_back(g, "x", dbl, std::vector<hsize_t>{hsize_t(t.count), 3}, path);
+      f.v.emplace_back(g, "v", dbl, std::vector<hsize_t>{hsize_t(t.count), 3}, path);
       f.q.emplace_back();
       if (t.kind != "fem") f.q.back() = Appendable(g, "q", dbl, {hsize_t(t.count), 4}, path);
       if (t.kind == "fem") {
@@ -385,15 +387,19 @@ void Recorder::AddFrame(const SceneWorld& sw) {
   for (std::size_t k = 0, fem = 0, rod = 0; k < tracks_.size(); ++k) {
     const Track& tr = tracks_[k];
     if (tr.kind == "fem") {
-      f.x[k].Append(1, w.FemPositions(sw.fem_ids[fem++]).data());
+      const Index id = sw.fem_ids[fem++];
+      f.x[k].Append(1, w.FemPositions(id).data());
+      f.v[k].Append(1, w.FemVelocities(id).data());
     } else if (tr.kind == "rod") {
       const Index id = sw.rod_ids[rod++];
       f.x[k].Append(1, w.RodPositions(id).data());
+      f.v[k].Append(1, w.RodVelocities(id).data());
       f.q[k].Append(1, w.rod_model(id).orientations().ToHost().data());
     } else {
       const RigidBody& b = w.rigid_body(tr.body);
-      const Scalar x[3] = {b.x[0], b.x[1], b.x[2]}, q[4] = {b.q.w, b.q.x, b.q.y, b.q.z};
+      const Scalar x[3] = {b.x[0], b.x[1], b.x[2]}, v[3] = {b.v[0], b.v[1], b.v[2]}, q[4] = {b.q.w, b.q.x, b.q.y, b.q.z};
       f.x[k].Append(1, x);
+      f.v[k].Append(1, v);
       f.q[k].Append(1, q);
     }
   }
@@ -429,6 +435,7 @@ void Recorder::Finish(const std::string& status, const std::string& failure) {
   for (hid_t g : f.groups) H5Gclose(g);
   f.groups.clear();
   f.x.clear();
+  f.v.clear();
   f.q.clear();
   file_.reset();  // closes the datasets
   errno = 0;

@@ -176,7 +176,7 @@ TetMesh ParseMesh(const Value& v, const std::string& dir) {
 }
 
 SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
-  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity", "handle"});
+  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity", "angular_velocity", "handle"});
   SceneFem f;
   f.name = v.String("name", "fem " + std::to_string(index));
   f.mesh = ParseMesh(v.At("mesh"), dir);
@@ -185,8 +185,8 @@ SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
   ParseElastic(m, &f.material);
   f.mu = v.Number("mu", 0.5, 0, kInf);
   f.self_contact = v.Bool("self_contact", true);
-  const Vec3 vel = v.Vector("velocity", Vec3());
-  if (!(Norm(vel) == 0)) v.At("velocity").Fail("initial FEM velocities are not supported yet (give 0)");
+  f.velocity = v.Vector("velocity", Vec3());
+  f.angular_velocity = v.Vector("angular_velocity", Vec3());
   const std::vector<std::string> problems = ValidateMesh(f.mesh, f.name);
   if (!problems.empty()) v.At("mesh").Fail(problems.front());
   // a handle: {"box": [[x0, y0, z0], [x1, y1, z1]], "trajectory": {...}}

@@ -75,6 +75,7 @@ TEST(Output, Hdf5HoldsTheRunStateAndIsReproducible) {
   EXPECT_EQ(dims("/time"), (std::vector<hsize_t>{5}));
   EXPECT_EQ(dims("/bodies/box/x"), (std::vector<hsize_t>{5, 1, 3}));
   EXPECT_EQ(dims("/bodies/box/q"), (std::vector<hsize_t>{5, 1, 4}));
+  EXPECT_EQ(dims("/bodies/box/v"), (std::vector<hsize_t>{5, 1, 3}));
   EXPECT_EQ(dims("/stats/iterations"), (std::vector<hsize_t>{20}));
   EXPECT_EQ(dims("/contacts/offset"), (std::vector<hsize_t>{6}));
   std::vector<double> time(5), x(15);
@@ -84,6 +85,10 @@ TEST(Output, Hdf5HoldsTheRunStateAndIsReproducible) {
   EXPECT_NEAR(time[4], 0.2, 1e-12);
   const Vec3 last = sw.world->rigid_body(sw.rigid_ids[0]).x;
   for (int a = 0; a < 3; ++a) EXPECT_EQ(x[12 + a], last[a]);  // the world's final state, bit for bit
+  std::vector<double> vel(15);
+  read("/bodies/box/v", H5T_NATIVE_DOUBLE, vel.data());
+  const Vec3 last_v = sw.world->rigid_body(sw.rigid_ids[0]).v;
+  for (int a = 0; a < 3; ++a) EXPECT_EQ(vel[12 + a], last_v[a]);
   EXPECT_EQ(x[2], 0.1);                                       // frame 0: the initial pose
   std::vector<int> offset(6);
   read("/contacts/offset", H5T_NATIVE_INT32, offset.data());

@@ -198,5 +198,33 @@ TEST(World, FastNodesDoNotTunnelThroughAThinPlate) {
   }
 }
 
+// static friction creeps at f_t / kv per contact (docs/collision.md, "Static-friction creep"): a
+// box resting on a 20 degree incline with mu = 1 (sticking) slides down at m g sin(20 deg) / (4 kv)
+// on its four bottom corners; reference: that law, to 1 %
+TEST(World, StaticFrictionCreepsAtForceOverKv) {
+  const Scalar angle = Scalar(20 * M_PI / 180);
+  for (Scalar kv : {Scalar(1e4), Scalar(1e5)}) {
+    auto backend = MakeBackend(BackendChoice::kCpu).backend;
+    World world(backend.get(), Params(0.01, kv));
+    StaticShape slope = Floor(1, 1);
+    slope.orientation = FromRotationVector(Vec3(angle, 0, 0));
+    world.AddStatic(slope);
+    RigidBody box = PaperBox();
+    box.mu1 = box.mu2 = 1;
+    box.q = slope.orientation;
+    box.x = ToMatrix(box.q) * Vec3(0, 0, 0.1);
+    const Index id = world.AddRigid(box);
+    const Vec3 down_slope = ToMatrix(box.q) * Vec3(0, -1, 0);
+    Scalar s0 = 0;
+    for (int k = 0; k < 100; ++k) {
+      world.Step();
+      if (k == 49) s0 = Dot(world.rigid_body(id).x, down_slope);
+    }
+    const Scalar creep = (Dot(world.rigid_body(id).x, down_slope) - s0) / Scalar(0.5);
+    const Scalar law = 0.5 * kG * std::sin(angle) / (4 * kv);
+    EXPECT_NEAR(creep, law, 0.01 * law) << "kv " << kv;
+  }
+}
+
 }  // namespace
 }  // namespace condsim

@@ -34,6 +34,27 @@ void SceneTrajectory::Sample(Scalar time, Vec3* position, Quat* orientation, Vec
   *w = (1 / h) * rel;
 }
 
+std::vector<Scalar> RigidVelocityField(const SceneFem& f) {
+  // the centre of volume: sum V_e c_e / sum V_e (the centre of mass of a uniform body, and of its
+  // lumped node masses)
+  Vec3 centre;
+  Scalar volume = 0;
+  for (Index e = 0; e < f.mesh.num_tets(); ++e) {
+    const Scalar ve = TetVolume(f.mesh, e);
+    Vec3 c;
+    for (int a = 0; a < 4; ++a) c += Scalar(0.25) * f.mesh.Node(f.mesh.tets[4 * std::size_t(e) + a]);
+    centre += ve * c;
+    volume += ve;
+  }
+  centre = (1 / volume) * centre;
+  std::vector<Scalar> v;
+  for (Index i = 0; i < f.mesh.num_nodes(); ++i) {
+    const Vec3 vi = f.velocity + Cross(f.angular_velocity, f.mesh.Node(i) - centre);
+    v.insert(v.end(), {vi[0], vi[1], vi[2]});
+  }
+  return v;
+}
+
 SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   SceneWorld out;
   out.world = std::make_unique<World>(backend, scene.world);
@@ -42,8 +63,11 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   for (const SceneMesh& m : scene.meshes) w.AddStaticMesh(m.mesh, m.mu, m.name);
   for (const SceneRigid& r : scene.rigid) out.rigid_ids.push_back(w.AddRigid(r.body));
   for (const SceneFem& f : scene.fem) out.fem_ids.push_back(w.AddFem(f.mesh, f.material, f.name, f.mu, f.self_contact));
-  for (std::size_t k = 0; k < scene.fem.size(); ++k)
-    if (!scene.fem[k].handle_nodes.empty()) w.fem_model(out.fem_ids[k]).SetPrescribedNodes(scene.fem[k].handle_nodes);
+  for (std::size_t k = 0; k < scene.fem.size(); ++k) {
+    const SceneFem& f = scene.fem[k];
+    if (!f.handle_nodes.empty()) w.fem_model(out.fem_ids[k]).SetPrescribedNodes(f.handle_nodes);
+    if (Norm(f.velocity) > 0 || Norm(f.angular_velocity) > 0) w.SetFemVelocities(out.fem_ids[k], RigidVelocityField(f));
+  }
   for (const SceneRod& r : scene.rods)
     out.rod_ids.push_back(w.AddRod(r.geometry, r.material, r.start, r.finish, r.name, r.mu, r.self_contact));
   // a driven cable end keeps its pose in the frame of the trajectory's first pose

@@ -37,6 +37,8 @@ struct SceneFem {
   FemMaterial material;
   Scalar mu = 0.5;
   bool self_contact = true;
+  // initial velocity: v + omega x (x - c), c the mesh's centre of volume (its centre of mass)
+  Vec3 velocity, angular_velocity;  // [m/s], [rad/s]
   // a handle (optional): the nodes inside a box, carried rigidly along a trajectory (each keeps
   // its position in the frame of the trajectory's first pose)
   std::vector<Index> handle_nodes;
@@ -130,6 +132,9 @@ struct SceneWorld {
   std::vector<Quat> end_rotation;  // and its orientation there
 };
 SceneWorld BuildWorld(const Scene& scene, Backend* backend);
+// an FEM body's initial nodal velocities (3 per node): f.velocity + f.angular_velocity x (x_i - c),
+// c the mesh's centre of volume
+std::vector<Scalar> RigidVelocityField(const SceneFem& f);
 // sets the scene's drives for the coming step (targets at its mid-step time); call before Step
 void ApplyControls(const Scene& scene, SceneWorld* world);
 

@@ -173,6 +173,14 @@ std::vector<Scalar> World::RodPositions(Index body) const {
   return w_.rods[w_.ids[body].second]->model->positions().ToHost();
 }
 
+std::vector<Scalar> World::RodVelocities(Index body) const {
+  w_.CheckBody(body, BodyKind::kRod);
+  const std::vector<Scalar> vw = w_.rods[w_.ids[body].second]->v.ToHost();  // (v, w) per segment
+  std::vector<Scalar> v;
+  for (std::size_t s = 0; s + 5 < vw.size(); s += 6) v.insert(v.end(), {vw[s], vw[s + 1], vw[s + 2]});
+  return v;
+}
+
 FemModel& World::fem_model(Index body) {
   w_.CheckBody(body, BodyKind::kFem);
   return *w_.fem[w_.ids[body].second]->model;

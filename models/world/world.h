@@ -79,8 +79,9 @@ class World {
                const std::string& name = "rod", Scalar mu = 0.5, bool self_contact = true);
   // a cable's model: end poses between steps
   RodModel& rod_model(Index body);
-  // segment centres of a cable (3 per segment) [m]
+  // segment centres of a cable (3 per segment) [m] and their velocities (3 per segment) [m/s]
   std::vector<Scalar> RodPositions(Index body) const;
+  std::vector<Scalar> RodVelocities(Index body) const;
 
   // a joint between two rigid bodies, or a rigid body and the world (body_j = -1), given at the
   // bodies' poses when added (models/rigid/joint.h; body ids as returned by AddRigid); contacts
