@@ -1,5 +1,4 @@
 // condsim: the command-line entry point (info, run, bench).
-#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -9,13 +8,6 @@
 #include "condsim/build_info.h"
 
 namespace {
-
-// OpenMP's threads wait passively (sleep instead of spin) unless the user says otherwise: a
-// spinning thread on a machine busy with other work takes the core from the thread it waits for
-// (docs/performance.md, "Threads on a busy machine"). libgomp reads its wait policy when it is
-// loaded, before main, so this runs from .preinit_array, ahead of every library's initializer.
-void PassiveOpenMpWait(int, char**, char**) { setenv("OMP_WAIT_POLICY", "passive", 0); }
-__attribute__((section(".preinit_array"), used)) void (*const kPassiveOpenMpWait)(int, char**, char**) = &PassiveOpenMpWait;
 
 void PrintUsage(std::ostream& out) {
   out << "usage: condsim <command> [options]\n"

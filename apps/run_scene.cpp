@@ -63,17 +63,18 @@ struct RunOptions {
 
 // the step count from the scene or --steps / --duration, checked against overflow
 long long StepCount(const Args& args, const Scene& scene) {
-  constexpr double kMaxSteps = 1e12;
+  // the World counts steps in an Index (32 bits)
+  constexpr double kMaxSteps = 2147483647;
   const double dt = scene.world.dt;
   if (args.Has("--steps") && args.Has("--duration")) throw Error("run: give --steps or --duration, not both");
-  if (args.Has("--steps")) return args.GetInt("--steps", 1, 1, 1000000000000LL);
+  if (args.Has("--steps")) return args.GetInt("--steps", 1, 1, (long long)kMaxSteps);
   const bool from_option = args.Has("--duration");
   const double duration = from_option ? args.GetDouble("--duration", 1, 0, 1e15, true) : scene.duration;
   const double steps = duration / dt;
   if (!(steps <= kMaxSteps)) {
     std::ostringstream msg;
     msg << scene.source << ": " << (from_option ? "--duration" : "/duration") << " / /world/dt = " << duration << " s / " << dt
-        << " s = " << steps << " steps, more than " << kMaxSteps;
+        << " s = " << steps << " steps, more than " << static_cast<long long>(kMaxSteps);
     throw Error(msg.str());
   }
   return std::max<long long>(1, std::llround(steps));
@@ -307,12 +308,25 @@ int RunSceneFile(const Args& args) {
   summary["status"] = status;
   summary["diverged"] = exit_code == 3;
   if (!failure.empty()) summary["failure"] = failure;
+  // no trajectory from this run (none asked for, or its file failed): an older run's must not
+  // pass for it
+  const bool remove_stale = !recorder;
   if (recorder) {
-    recorder->Finish(status, failure);
-    summary["output"] = recorder->path();
-    summary["frames"] = recorder->num_frames();
-  } else {
-    // no trajectory from this run: an older run's must not pass for it
+    try {
+      recorder->Finish(status, failure);
+      summary["output"] = recorder->path();
+      summary["frames"] = recorder->num_frames();
+    } catch (const std::exception& e) {
+      // the steps ran, the output could not be closed: said in the summary and the exit code
+      recorder.reset();
+      if (status == "complete") status = "failed";
+      failure = failure.empty() ? e.what() : failure + "; " + e.what();
+      summary["status"] = status;
+      summary["failure"] = failure;
+      if (exit_code == 0) exit_code = 1;
+    }
+  }
+  if (remove_stale) {
     std::error_code ec;
     for (const char* stale : {"/output.h5", "/output.xmf"}) std::filesystem::remove(o.out_dir + stale, ec);
   }

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,6 +124,42 @@ class CpuBackend final : public Backend {
 std::unique_ptr<Backend> MakeCpuBackend(const BackendOptions& options) {
   return std::make_unique<CpuBackend>(options);
 }
+
+namespace cpu {
+
+const CheckMode& Checks() {
+  static const CheckMode mode = [] {
+    CheckMode m;
+    const char* order = std::getenv("CONDSIM_CPU_ORDER");
+    const std::string o = order != nullptr ? order : "";
+    CONDSIM_CHECK(o.empty() || o == "forward" || o == "reverse" || o == "shuffle",
+                  "CONDSIM_CPU_ORDER: '" << o << "' is not an order (valid: forward, reverse, shuffle)");
+    m.order = o == "reverse" ? CheckMode::kReverse : o == "shuffle" ? CheckMode::kShuffle : CheckMode::kForward;
+    if (const char* grain = std::getenv("CONDSIM_CPU_GRAIN")) {
+      char* end = nullptr;
+      const long g = std::strtol(grain, &end, 10);
+      CONDSIM_CHECK(end != grain && *end == '\0' && g >= 1, "CONDSIM_CPU_GRAIN: '" << grain << "' is not an integer >= 1");
+      m.grain = Index(g);
+    }
+    return m;
+  }();
+  return mode;
+}
+
+std::vector<Index> CheckedOrder(Index n) {
+  std::vector<Index> order(std::size_t(std::max<Index>(n, 0)));
+  for (Index i = 0; i < n; ++i) order[i] = Checks().order == CheckMode::kReverse ? n - 1 - i : i;
+  if (Checks().order == CheckMode::kShuffle) {
+    // one generator for the process: every launch a new permutation, the same run to run
+    static std::mt19937_64 rng(0x5eed);
+    static std::mutex lock;
+    const std::lock_guard<std::mutex> guard(lock);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  return order;
+}
+
+}  // namespace cpu
 
 int CpuThreads(const Backend& backend) {
   CONDSIM_CHECK(backend.kind() == BackendKind::kCpu, "CpuThreads: not a cpu backend");

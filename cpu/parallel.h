@@ -27,11 +27,31 @@ struct GrainOf<F, std::void_t<decltype(F::kGrain)>> {
   static constexpr Index value = F::kGrain;
 };
 
+// checks of GPU semantics on the CPU (scripts/gpu-semantics.sh), read once from the environment:
+// CONDSIM_CPU_ORDER=reverse|shuffle runs every launch's items in reversed or shuffled order (a GPU
+// promises no order: a result that changes shows a dependence between items), and
+// CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers)
+struct CheckMode {
+  enum Order { kForward, kReverse, kShuffle } order = kForward;
+  Index grain = 0;  // 0: the functors' own
+};
+const CheckMode& Checks();
+// the item order of one launch under CheckMode (the next permutation of a fixed sequence)
+std::vector<Index> CheckedOrder(Index n);
+
 // runs f(i) for i in [0, n) on up to `threads` OpenMP threads (0 = OpenMP's default), static
 // schedule, at least `grain` items per thread (serial when n < 2 grain)
 template <class F>
 void ParallelFor(int threads, Index n, const F& f, Index grain = GrainOf<F>::value) {
+  const CheckMode& check = Checks();
+  if (check.grain > 0) grain = check.grain;
   const Index t = std::min<Index>(threads > 0 ? threads : omp_get_max_threads(), n / std::max<Index>(grain, 1));
+  if (check.order != CheckMode::kForward) {
+    const std::vector<Index> order = CheckedOrder(n);
+#pragma omp parallel for schedule(static) num_threads(int(std::max<Index>(t, 1))) if (t > 1)
+    for (Index k = 0; k < n; ++k) f(order[k]);
+    return;
+  }
   if (t <= 1) {
     for (Index i = 0; i < n; ++i) f(i);
     return;

@@ -120,6 +120,7 @@ class Appendable {
       per_row *= std::max<hsize_t>(d, 1);
     }
     chunk[0] = std::max<hsize_t>(1, kChunkValues / per_row);
+    errno = 0;
     const hid_t space = H5Screate_simple(int(dims.size()), dims.data(), max.data());
     const hid_t dcpl = NoTimesDcpl();
     H5Pset_chunk(dcpl, int(chunk.size()), chunk.data());
@@ -187,6 +188,7 @@ void WriteData(hid_t loc, const std::string& name, hid_t type, const std::vector
 }
 
 hid_t MakeGroup(hid_t loc, const std::string& name, const std::string& file) {
+  errno = 0;
   const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
   H5Pset_obj_track_times(gcpl, 0);
   const hid_t g = H5Gcreate2(loc, name.c_str(), H5P_DEFAULT, gcpl, H5P_DEFAULT);
@@ -197,6 +199,7 @@ hid_t MakeGroup(hid_t loc, const std::string& name, const std::string& file) {
 
 // a string attribute, replacing one of the same name
 void WriteStringAttr(hid_t loc, const std::string& name, const std::string& value, const std::string& file) {
+  errno = 0;
   if (H5Aexists(loc, name.c_str()) > 0) H5Adelete(loc, name.c_str());
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, value.size() + 1);
@@ -218,7 +221,7 @@ struct Recorder::File {
   std::vector<Appendable> x, v, q;  // per track (q: rods and rigid bodies)
   Appendable contact_offset, contact_position, contact_normal, contact_impulse, contact_bodies;
   Appendable iterations, contacts, residual, penetration, converged, max_speed, kinetic_energy;
-  Index contact_rows = 0;
+  std::int64_t contact_rows = 0;
   ~File() {
     x.clear();
     v.clear();
@@ -319,12 +322,12 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
     }
     const hid_t contacts = MakeGroup(f.id, "contacts", path);
     f.groups.push_back(contacts);
-    f.contact_offset = Appendable(contacts, "offset", i32, {}, path);
+    f.contact_offset = Appendable(contacts, "offset", H5T_NATIVE_INT64, {}, path);
     f.contact_position = Appendable(contacts, "position", dbl, {3}, path);
     f.contact_normal = Appendable(contacts, "normal", dbl, {3}, path);
     f.contact_impulse = Appendable(contacts, "impulse", dbl, {3}, path);
     f.contact_bodies = Appendable(contacts, "bodies", i32, {2}, path);
-    const Index zero = 0;
+    const std::int64_t zero = 0;
     f.contact_offset.Append(1, &zero);
     const hid_t stats = MakeGroup(f.id, "stats", path);
     f.groups.push_back(stats);
@@ -416,7 +419,7 @@ void Recorder::AddFrame(const SceneWorld& sw) {
   f.contact_normal.Append(nc, normal.data());
   f.contact_impulse.Append(nc, impulse.data());
   f.contact_bodies.Append(nc, bodies.data());
-  f.contact_rows += Index(nc);
+  f.contact_rows += std::int64_t(nc);
   f.contact_offset.Append(1, &f.contact_rows);
   // the statistics so far, then a flush (HDF5's buffers to the system: a reader of the .part
   // file, or one after a crash, sees every frame so far)
@@ -426,6 +429,7 @@ void Recorder::AddFrame(const SceneWorld& sw) {
 }
 
 void Recorder::Finish(const std::string& status, const std::string& failure) {
+  CONDSIM_CHECK(file_ != nullptr, path_ << ": the output file is already closed");
   File& f = *file_;
   WriteStats();
   WriteStringAttr(f.id, "status", status, path_);
@@ -482,7 +486,7 @@ void Recorder::WriteSidecar() const {
         x << "<Topology TopologyType=\"Polyvertex\" NodesPerElement=\"1\" NumberOfElements=\"1\">\n<DataItem Dimensions=\"1\" "
              "NumberType=\"Int\" Precision=\"4\" Format=\"XML\">0</DataItem>\n</Topology>\n";
       }
-      x << "<Geometry GeometryType=\"XYZ\">\n<DataItem Dimensions=\"" << t.count << " 3\" NumberType=\"Float\" Precision=\"8\" "
+      x << "<Geometry GeometryType=\"XYZ\">\n<DataItem Dimensions=\"" << t.count << " 3\" NumberType=\"Float\" Precision=\"" << sizeof(Scalar) << "\" "
         << "Format=\"HDF\">" << g << "/x|" << f << " 0 0:1 1 1:1 " << t.count << " 3:" << frames << " " << t.count
         << " 3</DataItem>\n</Geometry>\n</Grid>\n";
     }

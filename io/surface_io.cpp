@@ -165,14 +165,14 @@ void CheckClosedSurface(const SurfaceMesh& surface, const std::string& source) {
   auto vertex = [&](Index i) {
     return Vec3(Scalar(surface.x[3 * std::size_t(i)]), Scalar(surface.x[3 * std::size_t(i) + 1]), Scalar(surface.x[3 * std::size_t(i) + 2]));
   };
+  for (std::size_t t = 0; t < 3 * nt; ++t) {
+    const Index a = surface.triangles[t];
+    CONDSIM_CHECK(a >= 0 && std::size_t(a) < nv, source << ": triangle " << t / 3 << " names vertex " << a << " of " << nv);
+  }
   // degenerate triangles: area below 1e-12 of the squared mean edge
   double edge_sum = 0;
   for (std::size_t t = 0; t < nt; ++t)
-    for (int k = 0; k < 3; ++k) {
-      const Index a = surface.triangles[3 * t + k], b = surface.triangles[3 * t + (k + 1) % 3];
-      CONDSIM_CHECK(a >= 0 && std::size_t(a) < nv, source << ": triangle " << t << " names vertex " << a << " of " << nv);
-      edge_sum += Norm(vertex(a) - vertex(b));
-    }
+    for (int k = 0; k < 3; ++k) edge_sum += Norm(vertex(surface.triangles[3 * t + k]) - vertex(surface.triangles[3 * t + (k + 1) % 3]));
   const double h = edge_sum / double(3 * nt);
   double volume = 0;
   for (std::size_t t = 0; t < nt; ++t) {

@@ -6,7 +6,8 @@
 # scene's own). Exit 0 when every dataset is identical; 1 on any difference or failed run.
 # Environment: OUT (default /tmp/condsim-compare), PYTHON (default /usr/bin/python3, which
 # has h5py and numpy on Debian), REUSE_OLD=1 (keep the old side's outputs from an earlier
-# call with the same OUT instead of running the old binary again).
+# call with the same OUT instead of running the old binary again), NEW_ENV (VAR=value words set for
+# the new side's runs only, e.g. NEW_ENV=CONDSIM_CPU_ORDER=reverse with the same binary twice).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
@@ -23,15 +24,17 @@ out=${OUT:-/tmp/condsim-compare}
 python=${PYTHON:-/usr/bin/python3}
 [ "${REUSE_OLD:-0}" = 1 ] || rm -rf "$out/old"
 rm -rf "$out/new"
+mkdir -p "$out"
 status=0
 for scene in "${scenes[@]}"; do
   name=$(basename "$scene" .json)
   for side in old new; do
     bin=$old; [ $side = new ] && bin=$new
     [ $side = old ] && [ "${REUSE_OLD:-0}" = 1 ] && [ -f "$out/old/$name/output.h5" ] && continue
-    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "$bin" run "$scene" --backend cpu --quiet "${extra[@]}" \
-      --out "$out/$side/$name" >"$out.$side.$name.log" 2>&1 \
-      || { echo "$name: the $side run failed (log: $out.$side.$name.log)"; status=1; }
+    side_env=(); [ $side = new ] && [ -n "${NEW_ENV:-}" ] && read -r -a side_env <<<"$NEW_ENV"
+    env OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} "${side_env[@]}" "$bin" run "$scene" --backend cpu --quiet "${extra[@]}" \
+      --out "$out/$side/$name" >"$out/$side.$name.log" 2>&1 \
+      || { echo "$name: the $side run failed (log: $out/$side.$name.log)"; status=1; }
   done
   [ -f "$out/old/$name/output.h5" ] && [ -f "$out/new/$name/output.h5" ] || { echo "$name: no output.h5 on both sides"; status=1; continue; }
   "$python" - "$out/old/$name/output.h5" "$out/new/$name/output.h5" "$name" <<'EOF' || status=1

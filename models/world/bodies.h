@@ -21,7 +21,7 @@ namespace condsim {
 // bounds on every body's state per step (models/world/health.h); beyond one the run diverged
 struct HealthLimits {
   Scalar max_speed = 1e3;          // mid-step speed of any node, segment or body [m/s]
-  Scalar max_distance = 1e4;       // distance from the origin [m]
+  Scalar max_distance = 1e4;       // largest coordinate magnitude (the box [-d, d]^3) [m]
   Scalar max_energy_growth = 1e3;  // kinetic energy over the last step's (plus a floor, health.h)
   void Validate() const;
 };

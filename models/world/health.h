@@ -1,5 +1,5 @@
-// The health stage: after the solve, every body's mid-step speed, kinetic energy and distance from
-// the origin against the world's limits (WorldParams::health). A body beyond a limit is a
+// The health stage: after the solve, every body's mid-step speed, kinetic energy and coordinates
+// against the world's limits (WorldParams::health). A body beyond a limit is a
 // DivergenceError naming the environment, the body and the step, like a NaN/Inf velocity, so a
 // run that blows up stops (exit 3) with what it computed instead of writing 10^90 m positions.
 // The solver's own warnings (iteration cap, residual growth) are the caller's (CondStats). SI units.
@@ -16,8 +16,8 @@ struct HealthReport {
   Scalar max_speed = 0;       // the fastest node, segment or rigid body [m/s]
   Index fastest_body = -1;    // its body id
   Scalar kinetic_energy = 0;  // translational, of nodes and segments; rigid bodies with rotation [J]
-  Scalar max_distance = 0;    // the farthest FEM node, segment centre or centre of mass from the origin
-                              // at the step's start [m]
+  Scalar max_distance = 0;    // the largest coordinate magnitude |x|, |y|, |z| of any FEM node, segment
+                              // centre or centre of mass at the step's start [m]
   Index farthest_body = -1;
 };
 
@@ -26,7 +26,7 @@ class HealthStage {
   // the node masses of the deformable parts (once, at the first step)
   void Build(const WorldBodies& w);
   // throws DivergenceError when a body exceeds w.params.health (the kinetic energy: its growth
-  // over the last step's, beyond the floor of every body at max(|g| t, 1 mm/s))
+  // over the last step's plus the energy of every body at 1 m/s), or has a NaN/Inf position
   HealthReport Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time);
 
  private:
