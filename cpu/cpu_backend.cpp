@@ -147,9 +147,10 @@ const CheckMode& Checks() {
 }
 
 std::vector<Index> CheckedOrder(Index n) {
+  const CheckMode::Order mode = Checks().order;
   std::vector<Index> order(std::size_t(std::max<Index>(n, 0)));
-  for (Index i = 0; i < n; ++i) order[i] = Checks().order == CheckMode::kReverse ? n - 1 - i : i;
-  if (Checks().order == CheckMode::kShuffle) {
+  for (Index i = 0; i < n; ++i) order[i] = mode == CheckMode::kReverse ? n - 1 - i : i;
+  if (mode == CheckMode::kShuffle) {
     // one generator for the process: every launch a new permutation, the same run to run
     static std::mt19937_64 rng(0x5eed);
     static std::mutex lock;

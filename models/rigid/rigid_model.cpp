@@ -427,10 +427,13 @@ void RigidModel::Advance(Scalar dt, const std::vector<Scalar>& vhat) {
 Scalar RigidModel::KineticEnergy() const {
   Scalar e = 0;
   for (Index k = 0; k < num_bodies(); ++k) {
-    const RigidBody& body = bodies_[k];
-    e += Scalar(0.5) * body.mass * Dot(body.v, body.v) + Scalar(0.5) * Dot(body.omega, WorldInertia(k) * body.omega);
+    e += KineticEnergy(k, bodies_[k].v, bodies_[k].omega);
   }
   return e;
+}
+
+Scalar RigidModel::KineticEnergy(Index k, const Vec3& v, const Vec3& omega) const {
+  return Scalar(0.5) * bodies_[k].mass * Dot(v, v) + Scalar(0.5) * Dot(omega, WorldInertia(k) * omega);
 }
 
 Vec3 RigidModel::AngularMomentum(Index b) const { return WorldInertia(b) * bodies_.at(std::size_t(b)).omega; }

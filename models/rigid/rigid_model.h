@@ -133,6 +133,8 @@ class RigidModel {
   void Advance(Scalar dt, const std::vector<Scalar>& vhat);
   // kinetic energy [J] and world angular momentum about the centre of mass [kg m^2/s]
   Scalar KineticEnergy() const;
+  // body k's kinetic energy at velocities v, omega (world frame) [J]
+  Scalar KineticEnergy(Index k, const Vec3& v, const Vec3& omega) const;
   Vec3 AngularMomentum(Index b) const;
 
  private:

@@ -52,6 +52,15 @@ Scalar WorldBodies::DeformableMass(std::size_t d, Index local) const {
   return local % 2 == 0 ? Scalar(rods[d - fem.size()]->model->segment_mass()) : Scalar(0);
 }
 
+std::vector<Scalar> WorldBodies::BaseNodeMasses() const {
+  std::vector<Scalar> mass(std::size_t(system->num_base_nodes()), 0);
+  for (std::size_t d = 0; d < num_deformable(); ++d) {
+    const Index off = system->part_offset(DeformablePart(d));
+    for (Index k = 0; k < DeformableNodes(d); ++k) mass[off + k] = DeformableMass(d, k);
+  }
+  return mass;
+}
+
 Array<Scalar>& WorldBodies::DeformableVelocity(std::size_t d) { return d < fem.size() ? fem[d]->v : rods[d - fem.size()]->v; }
 
 }  // namespace condsim

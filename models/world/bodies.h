@@ -109,6 +109,9 @@ struct WorldBodies {
   Index DeformableNodes(std::size_t d) const;
   Scalar DeformableMass(std::size_t d, Index local) const;
   Array<Scalar>& DeformableVelocity(std::size_t d);
+  // the lumped mass of every base node of the global system [kg]: 0 on rigid-body and cable
+  // rotation nodes
+  std::vector<Scalar> BaseNodeMasses() const;
   // first global node of rigid body k's (v, omega) pair
   Index RigidNode(Index k) const { return system->part_offset(rigid_part) + 2 * k; }
 };

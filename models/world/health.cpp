@@ -17,12 +17,9 @@ void HealthLimits::Validate() const {
 }
 
 void HealthStage::Build(const WorldBodies& w) {
-  mass_.assign(std::size_t(w.system->num_base_nodes()), 0);
+  mass_ = w.BaseNodeMasses();
   total_mass_ = 0;
-  for (std::size_t d = 0; d < w.num_deformable(); ++d) {
-    const Index off = w.system->part_offset(w.DeformablePart(d));
-    for (Index k = 0; k < w.DeformableNodes(d); ++k) total_mass_ += mass_[off + k] = w.DeformableMass(d, k);
-  }
+  for (Scalar m : mass_) total_mass_ += m;
   for (Index k = 0; k < w.rigid.num_bodies(); ++k) total_mass_ += w.rigid.body(k).mass;
 }
 
@@ -75,7 +72,7 @@ HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& v
     const Index body = w.BodyId(BodyKind::kRigid, k), t = w.RigidNode(k);
     const Vec3 v = LoadVec3(vhat.data(), t), om = LoadVec3(vhat.data(), t + 1);
     const RigidBody& b = w.rigid.body(k);
-    r.kinetic_energy += Scalar(0.5) * (b.mass * Dot(v, v) + Dot(om, w.rigid.WorldInertia(k) * om));
+    r.kinetic_energy += w.rigid.KineticEnergy(k, v, om);
     speed(Norm(v), body);
     distance(std::max({std::fabs(b.x[0]), std::fabs(b.x[1]), std::fabs(b.x[2])}), body);
   }

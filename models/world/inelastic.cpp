@@ -99,13 +99,7 @@ void CorrectRigidGroups(const WorldBodies& w, const std::vector<std::vector<Targ
 
 }  // namespace
 
-void InelasticStage::Build(const WorldBodies& w) {
-  mass_.assign(std::size_t(w.system->num_base_nodes()), 0);
-  for (std::size_t d = 0; d < w.num_deformable(); ++d) {
-    const Index off = w.system->part_offset(w.DeformablePart(d));
-    for (Index k = 0; k < w.DeformableNodes(d); ++k) mass_[off + k] = w.DeformableMass(d, k);
-  }
-}
+void InelasticStage::Build(const WorldBodies& w) { mass_ = w.BaseNodeMasses(); }
 
 void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<ContactMeta>& meta,
                          const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat) {
