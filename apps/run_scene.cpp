@@ -274,9 +274,9 @@ int RunSceneFile(const Args& args) {
     }
     ++t.done;
     if (o.verbose)
-      std::printf("step %lld t %.4f s: iterations %d residual %.3g m/s contacts %d virtual nodes %d penetration %.4g mm %.1f ms\n",
+      std::printf("step %lld t %.4f s: iterations %d residual %.3g m/s contacts %d virtual nodes %d penetration %.4g mm %.1f ms (inelastic %.3f ms)\n",
                   t.done - 1, double(t.done) * dt, st.cond.iterations, st.cond.residual, int(st.contacts), int(st.virtual_nodes),
-                  double(st.max_penetration) * 1e3, st.step_seconds * 1e3);
+                  double(st.max_penetration) * 1e3, st.step_seconds * 1e3, st.inelastic_seconds * 1e3);
     t.iterations += st.cond.iterations;
     // the solver's warnings: the first one is printed, all are counted
     if (!st.cond.converged) {

@@ -270,7 +270,11 @@ StepStats World::Step() {
   stats.health = health_.Run(w_, vhat, steps_, time_);
   const std::vector<Scalar> lambda = solve_.Impulses();
   Integrate(&w_, vhat);
-  if (w_.params.inelastic && contacts.size() > 0) inelastic_.Run(&w_, contacts, detect_.meta(), lambda, vhat);
+  if (w_.params.inelastic && contacts.size() > 0) {
+    const auto t_inelastic = Clock::now();
+    inelastic_.Run(&w_, contacts, detect_.meta(), lambda, vhat);
+    stats.inelastic_seconds = std::chrono::duration<double>(Clock::now() - t_inelastic).count();
+  }
   Record(contacts, lambda);
   time_ += w_.params.dt;
   ++steps_;

@@ -50,7 +50,8 @@ struct StepStats {
   Index contacts = 0;
   Index virtual_nodes = 0;
   Scalar max_penetration = 0;  // deepest detected penetration at the step's start [m] (-gap)
-  double detect_seconds = 0;   // detection and nodalization
+  double detect_seconds = 0;     // detection and nodalization
+  double inelastic_seconds = 0;  // the inelastic stage
   double step_seconds = 0;     // the whole step
 };
 
