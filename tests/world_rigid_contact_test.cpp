@@ -85,23 +85,28 @@ TEST(WorldRigidContact, SweepsReachTheDiagonalSolvesFixedPoint) {
   }
 }
 
-// statics over the second half of 1 s at the default settings: the contacts carry the plate's
+// statics over the second half of 3 s at the default settings: the contacts carry the plate's
 // weight m g (to 1 %, the remaining vibration averaged out), with no net sideways force, and the
-// plate stays level
+// plate stays level. The plate rings on the block (0.2 kg on about E A / h = 4000 N/m: 22 Hz,
+// 0.07 m/s at first) and the inelastic stage, which restores only the relative velocity of a
+// pressed contact, leaves that vibration to the block's Rayleigh damping (0.04 m/s after 0.5 s,
+// 0.01 m/s after 3.8 s): over the second half of 1 s the mean was 1.5 % low
+// (models/world/inelastic.h)
 TEST(WorldRigidContact, SoftBlockCarriesThePlate) {
   PlateOnBlock scene(CondParams().rigid_sweeps, 1e-5);
   Vec3 mean_force;
   double iterations = 0;
-  for (int k = 0; k < 100; ++k) {
+  const int steps = 300;
+  for (int k = 0; k < steps; ++k) {
     const StepStats st = scene.world->Step();
     ASSERT_TRUE(st.cond.converged) << "step " << k;
     iterations += st.cond.iterations;
-    if (k >= 50) mean_force += Scalar(0.02) * scene.world->BodyWrench(scene.plate).force;
+    if (k >= steps / 2) mean_force += Scalar(2.0 / steps) * scene.world->BodyWrench(scene.plate).force;
   }
   const Scalar weight = kPlateMass * 9.81;
   const Vec3 up = ToMatrix(scene.world->rigid_body(scene.plate).q).Col(2);
   std::printf("[ plate    ] mean contact force %.5f N (weight %.5f N), tilt %.3f deg, %.1f iterations/step\n", mean_force[2], weight,
-              std::acos(std::min<Scalar>(1, up[2])) * 180 / 3.14159265358979323846, iterations / 100);
+              std::acos(std::min<Scalar>(1, up[2])) * 180 / 3.14159265358979323846, iterations / steps);
   EXPECT_NEAR(mean_force[2], weight, 0.01 * weight);
   EXPECT_NEAR(mean_force[0], 0, 0.01 * weight);
   EXPECT_NEAR(mean_force[1], 0, 0.01 * weight);

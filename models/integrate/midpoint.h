@@ -23,8 +23,11 @@ bool IsSticking(const ContactSet& contacts, const std::vector<Scalar>& lambda, I
 // restored to v-hat's by the smallest kinetic-energy change, dv_a = (c_a y / m_a) d with
 // y = sum c_a d.(v-hat_a - v_a) / sum c_a^2 / m_a over the side nodes a (c_a = +-1 on a node,
 // +-w_a on a virtual node's barycentric hosts). vhat: 3 per node, virtual nodes after the
-// mass.size() base nodes (their hosts and weights in vn). A node of mass 0 is left alone
-// (rigid-body nodes, which the World corrects per rigid group; a cable's rotation nodes).
+// mass.size() base nodes (their hosts and weights in vn). A node of mass 0 is left alone (a
+// cable's rotation nodes; rigid-body nodes: the World passes here only the contacts of components
+// without a rigid body and solves the others as a whole, models/world/inelastic.h). Each
+// correction puts equal and opposite impulses on the two sides (weights summing to 1), so it
+// keeps the linear momentum.
 void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,
                             const std::vector<Scalar>& mass, const VirtualNodeSet* vn, std::vector<Scalar>* v_next);
 

@@ -181,6 +181,16 @@ std::vector<Scalar> World::RodVelocities(Index body) const {
   return v;
 }
 
+void World::SetRodVelocities(Index body, const std::vector<Scalar>& vw) {
+  w_.CheckBody(body, BodyKind::kRod);
+  RodBody& rb = *w_.rods[w_.ids[body].second];
+  CONDSIM_CHECK(vw.size() == 6 * std::size_t(rb.model->num_segments()),
+                "world: SetRodVelocities of body " << body << ": " << vw.size() << " values for " << rb.model->num_segments()
+                                                   << " segments (6 per segment: v, w)");
+  for (Scalar c : vw) CONDSIM_CHECK(std::isfinite(c), "world: SetRodVelocities of body " << body << ": velocities must be finite");
+  rb.v.CopyFromHost(vw);
+}
+
 FemModel& World::fem_model(Index body) {
   w_.CheckBody(body, BodyKind::kFem);
   return *w_.fem[w_.ids[body].second]->model;
@@ -272,7 +282,7 @@ StepStats World::Step() {
   Integrate(&w_, vhat);
   if (w_.params.inelastic && contacts.size() > 0) {
     const auto t_inelastic = Clock::now();
-    inelastic_.Run(&w_, contacts, detect_.meta(), lambda, vhat);
+    inelastic_.Run(&w_, contacts, lambda, vhat);
     stats.inelastic_seconds = std::chrono::duration<double>(Clock::now() - t_inelastic).count();
   }
   Record(contacts, lambda);

@@ -83,6 +83,8 @@ class World {
   // segment centres of a cable (3 per segment) [m] and their velocities (3 per segment) [m/s]
   std::vector<Scalar> RodPositions(Index body) const;
   std::vector<Scalar> RodVelocities(Index body) const;
+  // sets a cable's velocities: (v, w) per segment, 6 each [m/s, rad/s] (w in the world frame)
+  void SetRodVelocities(Index body, const std::vector<Scalar>& vw);
 
   // a joint between two rigid bodies, or a rigid body and the world (body_j = -1), given at the
   // bodies' poses when added (models/rigid/joint.h; body ids as returned by AddRigid); contacts
