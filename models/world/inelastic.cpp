@@ -60,9 +60,10 @@ void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::
       return 1;
     }
     const Index k = node - base;
-    CONDSIM_CHECK(k < vn.size(), "inelastic stage: contact node " << node << " beyond the base and the virtual nodes");
+    CONDSIM_CHECK(k < vn.size() && vn.ptr[k + 1] - vn.ptr[k] <= 8,
+                  "inelastic stage: contact node " << node << " beyond the virtual nodes or with more than 8 hosts");
     int n = 0;
-    for (Index q = vn.ptr[k]; q < vn.ptr[k + 1] && n < 8; ++q, ++n) {
+    for (Index q = vn.ptr[k]; q < vn.ptr[k + 1]; ++q, ++n) {
       hosts[n] = vn.host[q];
       jac[n] = vn.jac.data() + 9 * std::size_t(q);
     }
