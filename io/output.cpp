@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -219,6 +220,7 @@ struct Recorder::File {
   std::vector<hid_t> groups;  // closed before the file
   Appendable time;
   std::vector<Appendable> x, v, q;  // per track (q: rods and rigid bodies)
+  std::vector<Appendable> energy, momentum, angular;  // per track, per step (/stats/bodies)
   Appendable contact_offset, contact_position, contact_normal, contact_impulse, contact_bodies;
   Appendable iterations, contacts, residual, penetration, converged, max_speed, kinetic_energy;
   std::int64_t contact_rows = 0;
@@ -226,6 +228,9 @@ struct Recorder::File {
     x.clear();
     v.clear();
     q.clear();
+    energy.clear();
+    momentum.clear();
+    angular.clear();
     time = Appendable();
     for (Appendable* a : {&contact_offset, &contact_position, &contact_normal, &contact_impulse, &contact_bodies, &iterations,
                           &contacts, &residual, &penetration, &converged, &max_speed, &kinetic_energy})
@@ -241,8 +246,14 @@ struct Recorder::File {};
 Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld& world)
     : path_(path), scene_name_(scene.name) {
   // the bodies: FEM, cables, then the scene's rigid bodies and each gripper's parts
-  for (const SceneFem& f : scene.fem) tracks_.push_back({f.name, "", "fem", f.mesh.num_nodes(), f.mesh.num_tets(), -1});
-  for (const SceneRod& r : scene.rods) tracks_.push_back({r.name, "", "rod", Index(r.geometry.centers.size()), 0, -1});
+  for (std::size_t k = 0; k < scene.fem.size(); ++k) {
+    const SceneFem& f = scene.fem[k];
+    tracks_.push_back({f.name, "", "fem", f.mesh.num_nodes(), f.mesh.num_tets(), world.fem_ids[k]});
+  }
+  for (std::size_t k = 0; k < scene.rods.size(); ++k) {
+    const SceneRod& r = scene.rods[k];
+    tracks_.push_back({r.name, "", "rod", Index(r.geometry.centers.size()), 0, world.rod_ids[k]});
+  }
   for (std::size_t k = 0; k < scene.rigid.size(); ++k) tracks_.push_back({scene.rigid[k].name, "", "rigid", 1, 0, world.rigid_ids[k]});
   for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
     const Gripper& g = world.grippers[k];
@@ -254,7 +265,10 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
   for (const Track& t : tracks_) names.push_back(t.name);
   const std::vector<std::string> groups = UniqueGroupNames(names);
   for (std::size_t k = 0; k < tracks_.size(); ++k) tracks_[k].group = groups[k];
+  body_rows_.resize(tracks_.size());
 #if CONDSIM_HAVE_HDF5
+  // every step's body momenta for /stats/bodies
+  world.world->set_body_momenta(true);
   // no library shutdown at exit: after a failed write (a full disk) HDF5's shutdown crashes on the
   // file it could not close; errors become one message each (Hdf5Reason)
   H5dont_atexit();
@@ -338,6 +352,17 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
     f.converged = Appendable(stats, "converged", i32, {}, path);
     f.max_speed = Appendable(stats, "max_speed", dbl, {}, path);
     f.kinetic_energy = Appendable(stats, "kinetic_energy", dbl, {}, path);
+    // per body and step: kinetic energy [J], momentum [kg m/s], angular momentum about the
+    // origin [kg m^2/s] at the step's end
+    const hid_t body_stats = MakeGroup(stats, "bodies", path);
+    f.groups.push_back(body_stats);
+    for (const Track& t : tracks_) {
+      const hid_t g = MakeGroup(body_stats, t.group, path);
+      f.groups.push_back(g);
+      f.energy.emplace_back(g, "kinetic_energy", dbl, std::vector<hsize_t>{}, path);
+      f.momentum.emplace_back(g, "momentum", dbl, std::vector<hsize_t>{3}, path);
+      f.angular.emplace_back(g, "angular_momentum", dbl, std::vector<hsize_t>{3}, path);
+    }
   } catch (...) {
     file_.reset();
     std::filesystem::remove(tmp);
@@ -365,6 +390,16 @@ void Recorder::AddStats(const StepStats& s) {
   converged_.push_back(s.cond.converged ? 1 : 0);
   max_speed_.push_back(s.health.max_speed);
   kinetic_energy_.push_back(s.health.kinetic_energy);
+  for (std::size_t k = 0; k < tracks_.size(); ++k) {
+    std::vector<Scalar>& row = body_rows_[k];
+    const Index b = tracks_[k].body;
+    if (b >= 0 && std::size_t(b) < s.bodies.size()) {
+      const BodyMomentum& m = s.bodies[b];
+      row.insert(row.end(), {m.kinetic_energy, m.linear[0], m.linear[1], m.linear[2], m.angular[0], m.angular[1], m.angular[2]});
+    } else {
+      row.insert(row.end(), 7, std::numeric_limits<Scalar>::quiet_NaN());  // not measured
+    }
+  }
 }
 
 #if CONDSIM_HAVE_HDF5
@@ -377,6 +412,22 @@ void Recorder::WriteStats() {
   f.converged.Append(converged_.size(), converged_.data());
   f.max_speed.Append(max_speed_.size(), max_speed_.data());
   f.kinetic_energy.Append(kinetic_energy_.size(), kinetic_energy_.data());
+  for (std::size_t k = 0; k < tracks_.size(); ++k) {
+    std::vector<Scalar>& row = body_rows_[k];
+    const std::size_t n = row.size() / 7;
+    std::vector<Scalar> e(n), p(3 * n), l(3 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      e[i] = row[7 * i];
+      for (int a = 0; a < 3; ++a) {
+        p[3 * i + a] = row[7 * i + 1 + a];
+        l[3 * i + a] = row[7 * i + 4 + a];
+      }
+    }
+    f.energy[k].Append(n, e.data());
+    f.momentum[k].Append(n, p.data());
+    f.angular[k].Append(n, l.data());
+    row.clear();
+  }
   for (auto* v : {&iterations_, &contacts_, &converged_}) v->clear();
   for (auto* v : {&residual_, &penetration_, &max_speed_, &kinetic_energy_}) v->clear();
 }
@@ -441,6 +492,9 @@ void Recorder::Finish(const std::string& status, const std::string& failure) {
   f.x.clear();
   f.v.clear();
   f.q.clear();
+  f.energy.clear();
+  f.momentum.clear();
+  f.angular.clear();
   file_.reset();  // closes the datasets
   errno = 0;
   if (H5Fclose(id) < 0) {

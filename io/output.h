@@ -52,7 +52,7 @@ class Recorder {
     std::string name, group, kind;  // kind: "fem", "rod", "rigid"
     Index count = 0;                // nodes / segments / 1
     Index cells = 0;                // FEM: tetrahedra
-    Index body = -1;                // rigid: its World body id
+    Index body = -1;                // its World body id
   };
   struct File;                      // the open HDF5 file and its datasets
   // appends the statistics kept since the last frame
@@ -67,6 +67,7 @@ class Recorder {
   // statistics since the last frame
   std::vector<Index> iterations_, contacts_, converged_;
   std::vector<Scalar> residual_, penetration_, max_speed_, kinetic_energy_;
+  std::vector<std::vector<Scalar>> body_rows_;  // per track: (energy, momentum, angular momentum) per step
   bool finished_ = false;
 };
 

@@ -175,8 +175,29 @@ TetMesh ParseMesh(const Value& v, const std::string& dir) {
   g.Fail("'" + kind + "' is not a mesh generator (valid: box, sphere)");
 }
 
+// the nodes of a mesh inside a box [[x0, y0, z0], [x1, y1, z1]] (at least one)
+std::vector<Index> BoxNodes(const Value& box, const TetMesh& mesh) {
+  if (box.Array() != 2) box.Fail("expected two corners [[x0, y0, z0], [x1, y1, z1]]");
+  const Vec3 lo = box.At(0).Vector(), hi = box.At(1).Vector();
+  std::vector<Index> nodes;
+  for (Index i = 0; i < mesh.num_nodes(); ++i) {
+    const Vec3 p = mesh.Node(i);
+    if (p[0] >= lo[0] && p[0] <= hi[0] && p[1] >= lo[1] && p[1] <= hi[1] && p[2] >= lo[2] && p[2] <= hi[2]) nodes.push_back(i);
+  }
+  if (nodes.empty()) box.Fail("the box holds no node of the mesh");
+  return nodes;
+}
+
+// a list of indices in [0, n) (`what`: "node", "segment"), at least one
+std::vector<Index> IndexList(const Value& list, Index n, const std::string& what) {
+  std::vector<Index> out;
+  for (std::size_t i = 0, m = list.Array(); i < m; ++i) out.push_back(Index(list.At(i).Integer(0, n - 1)));
+  if (out.empty()) list.Fail("needs at least one " + what);
+  return out;
+}
+
 SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
-  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity", "angular_velocity", "handle"});
+  v.Object({"name", "mesh", "material", "mu", "self_contact", "velocity", "angular_velocity", "force", "node_forces", "handle"});
   SceneFem f;
   f.name = v.String("name", "fem " + std::to_string(index));
   f.mesh = ParseMesh(v.At("mesh"), dir);
@@ -189,18 +210,22 @@ SceneFem ParseFem(const Value& v, const std::string& dir, std::size_t index) {
   f.angular_velocity = v.Vector("angular_velocity", Vec3());
   const std::vector<std::string> problems = ValidateMesh(f.mesh, f.name);
   if (!problems.empty()) v.At("mesh").Fail(problems.front());
+  // external loads: a total force [N] spread by mass; forces [N] on each node of a set (node
+  // indices, or the nodes in a box like a handle's)
+  f.force = v.Vector("force", Vec3());
+  ForEach(v, "node_forces", [&](const Value& item, std::size_t) {
+    item.Object({"nodes", "box", "force"});
+    SceneNodeForce nf;
+    if (item.Has("nodes") == item.Has("box")) item.Fail("give either nodes (indices) or box, not both");
+    nf.nodes = item.Has("nodes") ? IndexList(item.At("nodes"), f.mesh.num_nodes(), "node") : BoxNodes(item.At("box"), f.mesh);
+    nf.force = item.At("force").Vector();
+    f.node_forces.push_back(std::move(nf));
+  });
   // a handle: {"box": [[x0, y0, z0], [x1, y1, z1]], "trajectory": {...}}
   if (v.Has("handle")) {
     const Value h = v.At("handle");
     h.Object({"box", "trajectory"});
-    const Value box = h.At("box");
-    if (box.Array() != 2) box.Fail("expected two corners [[x0, y0, z0], [x1, y1, z1]]");
-    const Vec3 lo = box.At(0).Vector(), hi = box.At(1).Vector();
-    for (Index i = 0; i < f.mesh.num_nodes(); ++i) {
-      const Vec3 p = f.mesh.Node(i);
-      if (p[0] >= lo[0] && p[0] <= hi[0] && p[1] >= lo[1] && p[1] <= hi[1] && p[2] >= lo[2] && p[2] <= hi[2]) f.handle_nodes.push_back(i);
-    }
-    if (f.handle_nodes.empty()) box.Fail("the box holds no node of the mesh");
+    f.handle_nodes = BoxNodes(h.At("box"), f.mesh);
     f.handle_trajectory = ParseTrajectory(h.At("trajectory"), dir);
   }
   return f;
@@ -319,7 +344,8 @@ RodEnd ParseRodEnd(const Value& v) {
 }
 
 SceneRod ParseRod(const Value& v, std::size_t index) {
-  v.Object({"name", "points", "segments", "material", "start", "finish", "mu", "self_contact"});
+  v.Object({"name", "points", "segments", "material", "start", "finish", "mu", "self_contact", "velocity", "angular_velocity", "force",
+            "segment_forces"});
   SceneRod r;
   r.name = v.String("name", "rod " + std::to_string(index));
   const Value pts = v.At("points");
@@ -333,6 +359,20 @@ SceneRod ParseRod(const Value& v, std::size_t index) {
   if (v.Has("finish")) r.finish = ParseRodEnd(v.At("finish"));
   r.mu = v.Number("mu", 0.5, 0, kInf);
   r.self_contact = v.Bool("self_contact", true);
+  r.velocity = v.Vector("velocity", Vec3());
+  r.angular_velocity = v.Vector("angular_velocity", Vec3());
+  // external loads: a total force [N] spread equally over the segments; force [N] and torque
+  // [N m] on each segment of a set
+  r.force = v.Vector("force", Vec3());
+  ForEach(v, "segment_forces", [&](const Value& item, std::size_t) {
+    item.Object({"segments", "force", "torque"});
+    SceneNodeForce sf;
+    sf.nodes = IndexList(item.At("segments"), segments, "segment");
+    if (!item.Has("force") && !item.Has("torque")) item.Fail("give a force, a torque or both");
+    sf.force = item.Vector("force", Vec3());
+    sf.torque = item.Vector("torque", Vec3());
+    r.segment_forces.push_back(std::move(sf));
+  });
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <cmath>
 #include <string>
 
 #include "condsim/build_info.h"
@@ -131,6 +132,92 @@ TEST(Output, UnfinishedRecorderLeavesNoFileAndInterruptedKeepsItsFrames) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/b.h5"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/b.h5.part"));
   std::filesystem::remove_all(dir);
+}
+
+#if CONDSIM_HAVE_HDF5
+// a dataset of `rows` x `cols` doubles from an HDF5 file (checks its shape)
+std::vector<double> ReadRows(hid_t f, const std::string& name, hsize_t rows, hsize_t cols) {
+  const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+  EXPECT_GE(d, 0) << name;
+  if (d < 0) return std::vector<double>(rows * cols, 0);
+  const hid_t sp = H5Dget_space(d);
+  std::vector<hsize_t> dims(std::size_t(H5Sget_simple_extent_ndims(sp)));
+  H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
+  H5Sclose(sp);
+  EXPECT_EQ(dims, cols == 1 ? std::vector<hsize_t>{rows} : (std::vector<hsize_t>{rows, cols})) << name;
+  std::vector<double> out(rows * cols);
+  H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data());
+  H5Dclose(d);
+  return out;
+}
+#endif
+
+// a free rigid box (tumbling about a non-principal axis), a free FEM slab and a free cable
+// (moving and spinning), with `gravity`; tight solver thresholds so the laws below hold to 1e-9
+std::string FreeBodies(const std::string& gravity) {
+  return R"({"name": "free", "world": {"gravity": )" + gravity + R"(, "dt": 0.01},
+    "solver": {"theta_threshold": 1e-12, "max_iterations": 20000},
+    "rigid_bodies": [{"name": "box", "shape": "box", "half_extents": [0.1, 0.05, 0.02], "mass": 2, "position": [1, 0, 0],
+                      "velocity": [0.3, -0.1, 0.2], "angular_velocity": [0.5, 1, 2]}],
+    "fem_bodies": [{"name": "slab", "mesh": {"generator": "box", "origin": [0, 1, 0], "size": [0.04, 0.02, 0.01], "cells": [4, 2, 1]},
+                    "material": {"young": 1e6, "poisson": 0.3, "density": 1000}, "velocity": [0.1, 0.2, -0.1]}],
+    "rods": [{"name": "cable", "points": [[0, -1, 0], [0.3, -1, 0.1]], "segments": 8,
+              "material": {"radius": 0.004, "young": 1e6, "density": 1000, "geometric_stiffness": false},
+              "velocity": [0.1, 0, 0.05], "angular_velocity": [0, 0, 1]}]})";
+}
+
+// /stats/bodies/<name>/{kinetic_energy, momentum, angular_momentum}: one row per step, at the
+// step's end. References: with no gravity and no contact, momentum is conserved for every body
+// and angular momentum about the origin for the rigid body (the midpoint rule with the world
+// inertia conserves it exactly, models/rigid/rigid_model.h) and the translating FEM slab (no
+// internal force: x × m v is constant), to 1e-9 relative; under gravity the momentum grows by
+// m g t per step (the midpoint rule's v_{k+1} = v_k + g t without other forces), 1e-9 relative of
+// m g t. The last rows equal World::BodyMomenta after the run (bit for bit)
+TEST(Output, BodyMomentaPerStep) {
+  if (!HaveHdf5()) GTEST_SKIP() << "built without HDF5";
+#if CONDSIM_HAVE_HDF5
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_output_test3_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const int steps = 20;
+  const Scalar dt = 0.01, r = 0.004;
+  const Scalar mass[3] = {2, 1000 * 0.04 * 0.02 * 0.01, 1000 * 3.14159265358979323846 * r * r * std::sqrt(0.3 * 0.3 + 0.1 * 0.1)};
+  const char* names[3] = {"box", "slab", "cable"};
+  for (const bool gravity : {false, true}) {
+    const Vec3 g = gravity ? Vec3(0, 0, -9.81) : Vec3();
+    const Scene scene = ParseScene(FreeBodies(gravity ? "[0, 0, -9.81]" : "[0, 0, 0]"), "free.json", "");
+    const std::string path = dir + (gravity ? "/g.h5" : "/free.h5");
+    SceneWorld sw = RunAndWrite(scene, backend.get(), steps, 10, path);
+    const std::vector<BodyMomentum> last = sw.world->BodyMomenta();
+    const Index ids[3] = {sw.rigid_ids[0], sw.fem_ids[0], sw.rod_ids[0]};
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    for (int b = 0; b < 3; ++b) {
+      const std::string group = std::string("/stats/bodies/") + names[b];
+      const std::vector<double> e = ReadRows(f, group + "/kinetic_energy", steps, 1);
+      const std::vector<double> p = ReadRows(f, group + "/momentum", steps, 3);
+      const std::vector<double> l = ReadRows(f, group + "/angular_momentum", steps, 3);
+      EXPECT_EQ(e[steps - 1], last[ids[b]].kinetic_energy) << names[b];
+      for (int a = 0; a < 3; ++a) {
+        EXPECT_EQ(p[3 * (steps - 1) + a], last[ids[b]].linear[a]) << names[b];
+        EXPECT_EQ(l[3 * (steps - 1) + a], last[ids[b]].angular[a]) << names[b];
+      }
+      const Vec3 p0(p[0], p[1], p[2]);
+      ASSERT_GT(Norm(p0), 0) << names[b];
+      for (int k = 1; k < steps; ++k) {
+        const Vec3 dp = Vec3(p[3 * k], p[3 * k + 1], p[3 * k + 2]) - Vec3(p[3 * k - 3], p[3 * k - 2], p[3 * k - 1]);
+        const Vec3 want = (mass[b] * dt) * g;
+        for (int a = 0; a < 3; ++a)
+          ASSERT_NEAR(dp[a], want[a], 1e-9 * (gravity ? Norm(want) : Norm(p0))) << names[b] << " step " << k << " axis " << a;
+        if (gravity || b == 2) continue;
+        const Vec3 l0(l[0], l[1], l[2]);
+        for (int a = 0; a < 3; ++a) ASSERT_NEAR(l[3 * k + a], l0[a], 1e-9 * Norm(l0)) << names[b] << " step " << k << " axis " << a;
+      }
+    }
+    H5Fclose(f);
+  }
+  std::filesystem::remove_all(dir);
+#endif
 }
 
 // XML special characters in names (XDMF sidecar) and HDF5 group names made unique

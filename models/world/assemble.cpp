@@ -18,13 +18,13 @@ const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeS
   std::vector<const DeviceBlockMatrix*> parts_a;
   std::vector<const Array<Scalar>*> parts_b, parts_v;
   for (auto& f : w->fem) {
-    f->model->Assemble(f->x, f->v, dt, w->params.gravity, nullptr, f->a.get(), &f->b);
+    f->model->Assemble(f->x, f->v, dt, w->params.gravity, f->f_ext.size() > 0 ? &f->f_ext : nullptr, f->a.get(), &f->b);
     parts_a.push_back(f->a.get());
     parts_b.push_back(&f->b);
     parts_v.push_back(warm ? &f->vhat : &f->v);
   }
   for (auto& r : w->rods) {
-    r->model->Assemble(r->v, dt, w->params.gravity, nullptr, r->a.get(), &r->b);
+    r->model->Assemble(r->v, dt, w->params.gravity, r->f_ext.size() > 0 ? &r->f_ext : nullptr, r->a.get(), &r->b);
     parts_a.push_back(r->a.get());
     parts_b.push_back(&r->b);
     parts_v.push_back(warm ? &r->vhat : &r->v);

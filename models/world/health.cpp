@@ -58,13 +58,13 @@ HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& v
     const bool fem = d < w.fem.size();
     const Index body = fem ? w.BodyId(BodyKind::kFem, Index(d)) : w.BodyId(BodyKind::kRod, Index(d - w.fem.size()));
     const Index off = w.system->part_offset(w.DeformablePart(d));
-    for (Index k = 0; k < w.DeformableNodes(d); ++k) {
-      const Scalar m = mass_[off + k];
-      if (m <= 0) continue;
-      const Scalar v2 = Dot(LoadVec3(vhat.data(), off + k), LoadVec3(vhat.data(), off + k));
-      r.kinetic_energy += Scalar(0.5) * m * v2;
-      speed(std::sqrt(v2), body);
-    }
+    // the kinetic energy of the nodes and segment centres (no spin of the segments), shared with
+    // the per-step body statistics (WorldBodies::FemMomentum, RodMomentum)
+    const Scalar* vd = vhat.data() + 3 * std::size_t(off);
+    r.kinetic_energy += fem ? w.FemMomentum(Index(d), nullptr, vd).kinetic_energy
+                            : w.RodMomentum(Index(d - w.fem.size()), nullptr, nullptr, vd).kinetic_energy;
+    for (Index k = 0; k < w.DeformableNodes(d); ++k)
+      if (mass_[off + k] > 0) speed(Norm(LoadVec3(vhat.data(), off + k)), body);
     const Array<Scalar>& x = fem ? w.fem[d]->x : w.rods[d - w.fem.size()]->model->positions();
     distance(w.backend->MaxAbs(x), body);
   }
@@ -72,7 +72,7 @@ HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& v
     const Index body = w.BodyId(BodyKind::kRigid, k), t = w.RigidNode(k);
     const Vec3 v = LoadVec3(vhat.data(), t), om = LoadVec3(vhat.data(), t + 1);
     const RigidBody& b = w.rigid.body(k);
-    r.kinetic_energy += w.rigid.KineticEnergy(k, v, om);
+    r.kinetic_energy += w.RigidMomentum(k, v, om).kinetic_energy;
     speed(Norm(v), body);
     distance(std::max({std::fabs(b.x[0]), std::fabs(b.x[1]), std::fabs(b.x[2])}), body);
   }

@@ -55,6 +55,46 @@ std::vector<Scalar> RigidVelocityField(const SceneFem& f) {
   return v;
 }
 
+std::vector<Scalar> RodVelocityField(const SceneRod& r) {
+  // the centre of mass: the segments have equal masses (MakePolylineRod: equal lengths, one radius)
+  const std::vector<Vec3>& xs = r.geometry.centers;
+  Vec3 centre;
+  for (const Vec3& x : xs) centre += x;
+  centre = (Scalar(1) / Scalar(xs.size())) * centre;
+  std::vector<Scalar> vw;
+  for (const Vec3& x : xs) {
+    const Vec3 v = r.velocity + Cross(r.angular_velocity, x - centre);
+    vw.insert(vw.end(), {v[0], v[1], v[2], r.angular_velocity[0], r.angular_velocity[1], r.angular_velocity[2]});
+  }
+  return vw;
+}
+
+std::vector<Scalar> FemForces(const SceneFem& f, const std::vector<Scalar>& mass) {
+  if (Norm(f.force) == 0 && f.node_forces.empty()) return {};
+  std::vector<Scalar> out(3 * mass.size(), 0);
+  Scalar total = 0;
+  for (Scalar m : mass) total += m;
+  // the total force by mass: f_i = F m_i / m (every node accelerates by F / m)
+  for (std::size_t i = 0; i < mass.size(); ++i) StoreVec3(out.data(), Index(i), (mass[i] / total) * f.force);
+  for (const SceneNodeForce& nf : f.node_forces)
+    for (Index i : nf.nodes) StoreVec3(out.data(), i, LoadVec3(out.data(), i) + nf.force);
+  return out;
+}
+
+std::vector<Scalar> RodForces(const SceneRod& r) {
+  if (Norm(r.force) == 0 && r.segment_forces.empty()) return {};
+  const Index n = Index(r.geometry.centers.size());
+  std::vector<Scalar> out(6 * std::size_t(n), 0);
+  // equal segment masses: F / n on each
+  for (Index s = 0; s < n; ++s) StoreVec3(out.data(), 2 * s, (Scalar(1) / Scalar(n)) * r.force);
+  for (const SceneNodeForce& sf : r.segment_forces)
+    for (Index s : sf.nodes) {
+      StoreVec3(out.data(), 2 * s, LoadVec3(out.data(), 2 * s) + sf.force);
+      StoreVec3(out.data(), 2 * s + 1, LoadVec3(out.data(), 2 * s + 1) + sf.torque);
+    }
+  return out;
+}
+
 SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   SceneWorld out;
   out.world = std::make_unique<World>(backend, scene.world);
@@ -67,9 +107,16 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
     const SceneFem& f = scene.fem[k];
     if (!f.handle_nodes.empty()) w.fem_model(out.fem_ids[k]).SetPrescribedNodes(f.handle_nodes);
     if (Norm(f.velocity) > 0 || Norm(f.angular_velocity) > 0) w.SetFemVelocities(out.fem_ids[k], RigidVelocityField(f));
+    const std::vector<Scalar> forces = FemForces(f, w.fem_model(out.fem_ids[k]).lumped_mass());
+    if (!forces.empty()) w.SetFemForces(out.fem_ids[k], forces);
   }
-  for (const SceneRod& r : scene.rods)
-    out.rod_ids.push_back(w.AddRod(r.geometry, r.material, r.start, r.finish, r.name, r.mu, r.self_contact));
+  for (const SceneRod& r : scene.rods) {
+    const Index id = w.AddRod(r.geometry, r.material, r.start, r.finish, r.name, r.mu, r.self_contact);
+    out.rod_ids.push_back(id);
+    if (Norm(r.velocity) > 0 || Norm(r.angular_velocity) > 0) w.SetRodVelocities(id, RodVelocityField(r));
+    const std::vector<Scalar> forces = RodForces(r);
+    if (!forces.empty()) w.SetRodForces(id, forces);
+  }
   // a driven cable end keeps its pose in the frame of the trajectory's first pose
   for (const SceneRodEndDrive& d : scene.rod_end_drives) {
     const RodGeometry& g = scene.rods[d.rod].geometry;

@@ -31,6 +31,13 @@ struct SceneTrajectory {
   void Sample(Scalar time, Vec3* position, Quat* orientation, Vec3* v, Vec3* w) const;
 };
 
+// a constant external load on a set of FEM nodes or cable segments: `force` on each of them [N]
+// (cables: and `torque` [N m]), world frame
+struct SceneNodeForce {
+  std::vector<Index> nodes;  // node or segment indices
+  Vec3 force, torque;
+};
+
 struct SceneFem {
   std::string name;
   TetMesh mesh;
@@ -39,6 +46,10 @@ struct SceneFem {
   bool self_contact = true;
   // initial velocity: v + omega x (x - c), c the mesh's centre of volume (its centre of mass)
   Vec3 velocity, angular_velocity;  // [m/s], [rad/s]
+  // constant external loads: `force` [N] in total, spread over the nodes in proportion to their
+  // lumped masses (a uniform acceleration force / m), and forces on node sets
+  Vec3 force;
+  std::vector<SceneNodeForce> node_forces;
   // a handle (optional): the nodes inside a box, carried rigidly along a trajectory (each keeps
   // its position in the frame of the trajectory's first pose)
   std::vector<Index> handle_nodes;
@@ -58,6 +69,13 @@ struct SceneRod {
   RodEnd start, finish;
   Scalar mu = 0.5;
   bool self_contact = true;
+  // initial velocity: every segment centre v + omega x (x_s - c), every segment spinning at
+  // omega; c the cable's centre of mass (the mean of its equal-mass segment centres)
+  Vec3 velocity, angular_velocity;  // [m/s], [rad/s]
+  // constant external loads: `force` [N] in total, spread equally over the (equal-mass) segments,
+  // and forces / torques on segment sets
+  Vec3 force;
+  std::vector<SceneNodeForce> segment_forces;
 };
 
 
@@ -135,6 +153,13 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend);
 // an FEM body's initial nodal velocities (3 per node): f.velocity + f.angular_velocity x (x_i - c),
 // c the mesh's centre of volume
 std::vector<Scalar> RigidVelocityField(const SceneFem& f);
+// a cable's initial (v, w) per segment (6 per segment)
+std::vector<Scalar> RodVelocityField(const SceneRod& r);
+// an FEM body's external nodal forces (3 per node) [N] from its lumped node masses; empty when
+// it has none
+std::vector<Scalar> FemForces(const SceneFem& f, const std::vector<Scalar>& mass);
+// a cable's external (force, torque) per segment (6 per segment); empty when it has none
+std::vector<Scalar> RodForces(const SceneRod& r);
 // sets the scene's drives for the coming step (targets at its mid-step time); call before Step
 void ApplyControls(const Scene& scene, SceneWorld* world);
 

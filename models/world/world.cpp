@@ -181,14 +181,72 @@ std::vector<Scalar> World::RodVelocities(Index body) const {
   return v;
 }
 
+std::vector<Scalar> World::RodAngularVelocities(Index body) const {
+  w_.CheckBody(body, BodyKind::kRod);
+  const std::vector<Scalar> vw = w_.rods[w_.ids[body].second]->v.ToHost();
+  std::vector<Scalar> w;
+  for (std::size_t s = 0; s + 5 < vw.size(); s += 6) w.insert(w.end(), {vw[s + 3], vw[s + 4], vw[s + 5]});
+  return w;
+}
+
 void World::SetRodVelocities(Index body, const std::vector<Scalar>& vw) {
   w_.CheckBody(body, BodyKind::kRod);
-  RodBody& rb = *w_.rods[w_.ids[body].second];
-  CONDSIM_CHECK(vw.size() == 6 * std::size_t(rb.model->num_segments()),
-                "world: SetRodVelocities of body " << body << ": " << vw.size() << " values for " << rb.model->num_segments()
-                                                   << " segments (6 per segment: v, w)");
-  for (Scalar c : vw) CONDSIM_CHECK(std::isfinite(c), "world: SetRodVelocities of body " << body << ": velocities must be finite");
-  rb.v.CopyFromHost(vw);
+  RodBody& r = *w_.rods[w_.ids[body].second];
+  CONDSIM_CHECK(Index(vw.size()) == r.v.size(), "world: SetRodVelocities of '" << r.name << "': needs " << r.v.size()
+                                                    << " values (v, w per segment), got " << vw.size());
+  for (Scalar c : vw) CONDSIM_CHECK(std::isfinite(c), "world: SetRodVelocities of '" << r.name << "': velocities must be finite");
+  r.v.CopyFromHost(vw);
+}
+
+namespace {
+
+// checks external forces (size n, finite) and stores them on the backend (empty: none)
+void SetForces(Backend* backend, const std::string& what, const std::vector<Scalar>& f, Index n, Array<Scalar>* out) {
+  CONDSIM_CHECK(f.empty() || Index(f.size()) == n, what << ": needs " << n << " values, got " << f.size());
+  for (std::size_t i = 0; i < f.size(); ++i) CONDSIM_CHECK(std::isfinite(f[i]), what << ": value " << i << " is not finite");
+  *out = f.empty() ? Array<Scalar>() : Array<Scalar>(backend, f);
+}
+
+}  // namespace
+
+void World::SetFemForces(Index body, const std::vector<Scalar>& f) {
+  w_.CheckBody(body, BodyKind::kFem);
+  FemBody& b = *w_.fem[w_.ids[body].second];
+  SetForces(w_.backend, "world: SetFemForces of '" + b.name + "' (3 per node [N])", f, b.v.size(), &b.f_ext);
+}
+
+void World::SetRodForces(Index body, const std::vector<Scalar>& f) {
+  w_.CheckBody(body, BodyKind::kRod);
+  RodBody& r = *w_.rods[w_.ids[body].second];
+  SetForces(w_.backend, "world: SetRodForces of '" + r.name + "' (force, torque per segment)", f, r.v.size(), &r.f_ext);
+}
+
+std::vector<BodyMomentum> World::BodyMomenta() {
+  if (!finalized_) Finalize();
+  std::vector<BodyMomentum> out(w_.ids.size());
+  for (std::size_t b = 0; b < w_.ids.size(); ++b) {
+    const Index k = w_.ids[b].second;
+    switch (w_.ids[b].first) {
+      case BodyKind::kFem: {
+        const FemBody& f = *w_.fem[k];
+        out[b] = w_.FemMomentum(k, f.x.ToHost().data(), f.v.ToHost().data());
+        break;
+      }
+      case BodyKind::kRod: {
+        const RodBody& r = *w_.rods[k];
+        out[b] = w_.RodMomentum(k, r.model->positions().ToHost().data(), r.model->orientations().ToHost().data(), r.v.ToHost().data());
+        break;
+      }
+      case BodyKind::kRigid: {
+        const RigidBody& rb = w_.rigid.body(k);
+        out[b] = w_.RigidMomentum(k, rb.v, rb.omega);
+        break;
+      }
+      case BodyKind::kStatic:
+        break;
+    }
+  }
+  return out;
 }
 
 FemModel& World::fem_model(Index body) {
@@ -286,6 +344,7 @@ StepStats World::Step() {
     stats.inelastic_seconds = std::chrono::duration<double>(Clock::now() - t_inelastic).count();
   }
   Record(contacts, lambda);
+  if (body_momenta_) stats.bodies = BodyMomenta();
   time_ += w_.params.dt;
   ++steps_;
   stats.step_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();

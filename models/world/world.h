@@ -50,9 +50,13 @@ struct StepStats {
   Index contacts = 0;
   Index virtual_nodes = 0;
   Scalar max_penetration = 0;  // deepest detected penetration at the step's start [m] (-gap)
+  // per body id, at the step's end (x, v after the step and the inelastic stage): kinetic energy,
+  // linear and angular momentum about the origin (World::BodyMomenta); empty unless
+  // World::set_body_momenta(true)
+  std::vector<BodyMomentum> bodies;
   double detect_seconds = 0;     // detection and nodalization
   double inelastic_seconds = 0;  // the inelastic stage
-  double step_seconds = 0;     // the whole step
+  double step_seconds = 0;       // the whole step
 };
 
 class World {
@@ -83,8 +87,14 @@ class World {
   // segment centres of a cable (3 per segment) [m] and their velocities (3 per segment) [m/s]
   std::vector<Scalar> RodPositions(Index body) const;
   std::vector<Scalar> RodVelocities(Index body) const;
-  // sets a cable's velocities: (v, w) per segment, 6 each [m/s, rad/s] (w in the world frame)
+  // segment angular velocities of a cable (3 per segment, world frame) [rad/s]
+  std::vector<Scalar> RodAngularVelocities(Index body) const;
+  // a cable's (v, w) per segment (6 per segment, world frame) [m/s], [rad/s]
   void SetRodVelocities(Index body, const std::vector<Scalar>& vw);
+  // constant external forces for the coming steps, added to b of eq. 9 (empty: none). FEM body:
+  // 3 per node [N]; cable: (force, torque) per segment, 6 each [N], [N m], world frame
+  void SetFemForces(Index body, const std::vector<Scalar>& f);
+  void SetRodForces(Index body, const std::vector<Scalar>& f);
 
   // a joint between two rigid bodies, or a rigid body and the world (body_j = -1), given at the
   // bodies' poses when added (models/rigid/joint.h; body ids as returned by AddRigid); contacts
@@ -115,6 +125,12 @@ class World {
   std::vector<Scalar> FemVelocities(Index body) const;
   void SetFemVelocities(Index body, const std::vector<Scalar>& v);
   const std::vector<ContactRecord>& contacts() const { return records_; }
+  // every body's kinetic energy, linear and angular momentum (about the world origin) at the
+  // current state, per body id (bodies.h: WorldBodies::FemMomentum, RodMomentum, RigidMomentum);
+  // ends scene building like the first step
+  std::vector<BodyMomentum> BodyMomenta();
+  // Step fills StepStats::bodies (a download of every deformable body's state per step)
+  void set_body_momenta(bool on) { body_momenta_ = on; }
   // the sum of the contact forces on a body (the static world: body = -1)
   Wrench BodyWrench(Index body) const;
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
@@ -135,6 +151,7 @@ class World {
   HealthStage health_;
   std::vector<ContactRecord> records_;
   bool finalized_ = false;
+  bool body_momenta_ = false;
   Scalar time_ = 0;
   Index steps_ = 0;
 };
