@@ -193,15 +193,52 @@ TEST(FemStiffness, RotatedStiffnessPlusGeometricTermIsTheExactHessian) {
   EXPECT_GT((k - fd).norm() / fd.norm(), 1e-3);          // R K0 R^T alone misses the rotation term
   EXPECT_LT((k + g - fd).norm() / fd.norm(), 1e-6);      // with G it is the exact Hessian
   EXPECT_LT((g - g.transpose()).norm(), 1e-9 * g.norm());
-  // the geometric_stiffness option adds (t/2) diag(|G_e| row sums) to A: nonnegative, zero at rest
+  // the geometric_stiffness option adds (t/2) sum_e P_e D_e P_e to A: D_e = diag(|G_e| row
+  // sums), P_e the orthogonal projector onto the complement of the element's six rigid motions,
+  // here from its definition P = I - Z (Z^T Z)^-1 Z^T (Z: 3 translations, 3 rotations about the
+  // origin) by a dense solve; PSD, zero on the body's rigid motions, zero at rest
   FemMaterial geo_mat = mat;
   geo_mat.geometric_stiffness = true;
   FemFixture geo(mesh, geo_mat);
   const Eigen::MatrixXd kg = Stiffness(geo, x, 0.01);
   const Eigen::MatrixXd extra = kg - k;
-  EXPECT_LT((extra - Eigen::MatrixXd(extra.diagonal().asDiagonal())).norm(), 1e-12 * k.norm());
-  EXPECT_GT(extra.diagonal().minCoeff(), 0.0);
-  EXPECT_LE(extra.diagonal().maxCoeff(), g.cwiseAbs().rowwise().sum().maxCoeff() * (1 + 1e-9) * 4);
+  Eigen::MatrixXd expected = Eigen::MatrixXd::Zero(x.size(), x.size());
+  for (Index e = 0; e < mesh.num_tets(); ++e) {
+    const Index* t = mesh.tets.data() + 4 * e;
+    const Mat3 dm = Mat3::FromColumns(mesh.Node(t[1]) - mesh.Node(t[0]), mesh.Node(t[2]) - mesh.Node(t[0]), mesh.Node(t[3]) - mesh.Node(t[0]));
+    const Mat3 ds = Mat3::FromColumns(node(x, t[1]) - node(x, t[0]), node(x, t[2]) - node(x, t[0]), node(x, t[3]) - node(x, t[0]));
+    const Mat3 bm = Inverse(dm);
+    const Mat12 ge = GeometricStiffness(ds * bm, bm, Determinant(dm) / 6, mat.Mu(), mat.Lambda());
+    Eigen::Matrix<double, 12, 12> dmat = Eigen::Matrix<double, 12, 12>::Zero();
+    for (int i = 0; i < 12; ++i)
+      for (int j = 0; j < 12; ++j) dmat(i, i) += std::fabs(ge.m[12 * i + j]);
+    Eigen::Matrix<double, 12, 6> z = Eigen::Matrix<double, 12, 6>::Zero();
+    for (int a = 0; a < 4; ++a) {
+      const Vec3 p = node(x, t[a]);
+      for (int c = 0; c < 3; ++c) z(3 * a + c, c) = 1;
+      // omega x p = -[p]x omega
+      z.block<3, 3>(3 * a, 3) << 0, p[2], -p[1], -p[2], 0, p[0], p[1], -p[0], 0;
+    }
+    const Eigen::Matrix<double, 12, 12> proj =
+        Eigen::Matrix<double, 12, 12>::Identity() - z * (z.transpose() * z).ldlt().solve(z.transpose());
+    const Eigen::Matrix<double, 12, 12> pe = proj * dmat * proj;
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 4; ++b) expected.block<3, 3>(3 * t[a], 3 * t[b]) += pe.block<3, 3>(3 * a, 3 * b);
+  }
+  EXPECT_LT((extra - expected).norm(), 1e-9 * expected.norm());
+  EXPECT_GT(expected.norm(), 1e-3 * k.norm());
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(extra);
+  EXPECT_GT(eig.eigenvalues().minCoeff(), -1e-9 * k.norm());
+  for (int mode = 0; mode < 6; ++mode) {
+    Eigen::VectorXd u(x.size());
+    for (Index i = 0; i < mesh.num_nodes(); ++i) {
+      Vec3 ui(0, 0, 0);
+      if (mode < 3) ui[mode] = 1;
+      else ui = Cross(Vec3(mode == 3, mode == 4, mode == 5), node(x, i));
+      for (int c = 0; c < 3; ++c) u[3 * i + c] = ui[c];
+    }
+    EXPECT_LT((extra * u).norm(), 1e-9 * extra.norm() * u.norm()) << "rigid mode " << mode;
+  }
   const std::vector<Scalar> rest = Transform(mesh, RandomRotation(rng), Vec3(0, 0, 0));
   const Eigen::MatrixXd at_rest = Stiffness(geo, rest, 0.01) - Stiffness(fem, rest, 0.01);
   EXPECT_LT(at_rest.norm(), 1e-9 * k.norm());

@@ -82,6 +82,10 @@ TEST(WorldFemContact, FoldedMatDoesNotInterpenetrate) {
   mat.young = 1e5;
   mat.poisson = 0.35;
   mat.density = 1100;
+  // the shipped fold's damping (scenes/soft_mat_folding.json): undamped, the soft flap buckles
+  // under the driven edge and crumples through itself at fine steps (t = 2.5 ms: 6.5 mm with
+  // either linearization), which is not what this test is about
+  mat.rayleigh_beta = 0.001;
   const Index mat_body = world.AddFem(mesh, mat, "mat", 0.3, true);
   std::vector<Index> edge;
   for (Index i = 0; i < mesh.num_nodes(); ++i)

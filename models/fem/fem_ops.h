@@ -135,9 +135,52 @@ struct FemNodeRhsOp {
   }
 };
 
+// block (a, k) of the projector onto the complement of an element's six rigid motions,
+// P = I - Z (Z^T Z)^-1 Z^T with Z = [translations, rotations about the centroid]: the two sets
+// are orthogonal, so P_ak = delta_ak I - I/4 - [r_a]x J^-1 [r_k]x^T, J = sum_k [r_k]x^T [r_k]x
+// (r_k = x_k - centroid); jinv = 0 for a degenerate (collinear) element keeps translations only
+CONDSIM_HD_INLINE Mat3 RigidComplementBlock(const Vec3* r, const Mat3& jinv, int a, int k) {
+  Mat3 p = Skew(r[a]) * jinv * Transpose(Skew(r[k]));
+  p = Scalar(-1) * p - Scalar(0.25) * Mat3::Identity();
+  if (a == k) p = p + Mat3::Identity();
+  return p;
+}
+
+// block (a, c) of an element's rigid-invariant geometric damping P D P (eq. 9's E): D the
+// diagonal of absolute row sums of the geometric stiffness (12 per element), projected onto the
+// complement of the element's rigid motions at positions x, so that E resists deformation rates
+// only and never a translation or rotation of the body (PSD, as D is)
+CONDSIM_HD_INLINE Mat3 ProjectedGeometricBlock(const Index* tet, const Scalar* x, const Scalar* d, int a, int c) {
+  Vec3 r[4];
+  Vec3 centroid(0, 0, 0);
+  for (int k = 0; k < 4; ++k) {
+    r[k] = LoadVec3(x, tet[k]);
+    centroid += Scalar(0.25) * r[k];
+  }
+  Mat3 j;
+  Scalar scale = 0;
+  for (int k = 0; k < 4; ++k) {
+    r[k] -= centroid;
+    const Scalar rr = Dot(r[k], r[k]);
+    j = j + rr * Mat3::Identity() - Outer(r[k], r[k]);
+    scale += rr;
+  }
+  // J is singular only for collinear nodes (a collapsed element)
+  const Scalar det = Determinant(j);
+  const Mat3 jinv = std::fabs(det) > Scalar(1e-12) * scale * scale * scale ? Inverse(j) : Mat3();
+  Mat3 out;
+  for (int k = 0; k < 4; ++k) {
+    const Mat3 pak = RigidComplementBlock(r, jinv, a, k);
+    const Mat3 pck = RigidComplementBlock(r, jinv, c, k);
+    out = out + pak * Mat3::Diagonal(LoadVec3(d, k)) * Transpose(pck);
+  }
+  return out;
+}
+
 // one 3x3 block (r, c) of A = (2/t + alpha) M + (t/2 + beta) K (eq. 9 with Rayleigh damping
 // alpha M + beta K): K_rc = sum over elements of V R [lambda g_a g_b^T + mu g_b g_a^T +
-// mu (g_a . g_b) I] R^T, the rotated linear-elastic stiffness; refs = element * 16 + a * 4 + b
+// mu (g_a . g_b) I] R^T, the rotated linear-elastic stiffness (+ the projected geometric
+// damping P D P when geo_diag is set); refs = element * 16 + a * 4 + b
 struct FemBlockOp {
   static constexpr Index kGrain = 32768;  // items per CPU thread at least (cpu/parallel.h)
   const Index* ptr;
@@ -151,12 +194,14 @@ struct FemBlockOp {
   const Scalar* rotation;
   const Scalar* mass;
   const Scalar* geo_diag;  // 12 per element, or null
+  const Index* tets;       // with geo_diag: the elements' nodes and the positions of the
+  const Scalar* x;         // linearization (for the rigid-motion projection)
   Scalar mass_coeff;
   Scalar stiffness_coeff;
   Scalar* values;
   CONDSIM_HD_INLINE void operator()(Index k) const {
     Mat3 sum;
-    Vec3 geo(0, 0, 0);
+    Mat3 geo;
     for (Index q = ptr[k]; q < ptr[k + 1]; ++q) {
       const Index ref = refs[q];
       const Index e = ref / 16;
@@ -166,9 +211,9 @@ struct FemBlockOp {
       const Mat3 local = lambda[e] * Outer(ga, gb) + mu[e] * Outer(gb, ga) + (mu[e] * Dot(ga, gb)) * Mat3::Identity();
       const Mat3 r = LoadMat3(rotation, e);
       sum = sum + volume[e] * (r * local * Transpose(r));
-      if (geo_diag != nullptr && a == c) geo += LoadVec3(geo_diag + 12 * std::int64_t(e), a);
+      if (geo_diag != nullptr) geo = geo + ProjectedGeometricBlock(tets + 4 * std::int64_t(e), x, geo_diag + 12 * std::int64_t(e), a, c);
     }
-    Mat3 out = stiffness_coeff * (sum + Mat3::Diagonal(geo));
+    Mat3 out = stiffness_coeff * (sum + geo);
     if (block_row[k] == col_idx[k]) out = out + (mass_coeff * mass[block_row[k]]) * Mat3::Identity();
     StoreMat3(values, k, out);
   }

@@ -17,11 +17,17 @@ const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeS
   // alternates about it); virtual nodes take J_v of it
   std::vector<const DeviceBlockMatrix*> parts_a;
   std::vector<const Array<Scalar>*> parts_b, parts_v;
+  // FEM bodies: one Newton iteration of the midpoint equation (eq. 10) from the initial guess
+  // (the previous v-hat), i.e. the elements linearized at x_k + (t/2) v-hat_{k-1}:
+  // rotation-consistent, where eq. 9's linearization at x_k gains angular momentum and energy on
+  // a spinning body
   for (auto& f : w->fem) {
-    f->model->Assemble(f->x, f->v, dt, w->params.gravity, f->f_ext.size() > 0 ? &f->f_ext : nullptr, f->a.get(), &f->b);
+    const Array<Scalar>& guess = warm ? f->vhat : f->v;
+    f->model->Assemble(f->x, f->v, dt, w->params.gravity, f->f_ext.size() > 0 ? &f->f_ext : nullptr, f->a.get(), &f->b,
+                       &guess);
     parts_a.push_back(f->a.get());
     parts_b.push_back(&f->b);
-    parts_v.push_back(warm ? &f->vhat : &f->v);
+    parts_v.push_back(&guess);
   }
   for (auto& r : w->rods) {
     r->model->Assemble(r->v, dt, w->params.gravity, r->f_ext.size() > 0 ? &r->f_ext : nullptr, r->a.get(), &r->b);
