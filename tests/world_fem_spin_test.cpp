@@ -101,7 +101,7 @@ TEST(WorldFemSpin, GeometricStiffnessDoesNotResistRigidMotion) {
 }
 
 // ten times the spin (about 22 rad/s, 0.36 rad per step): the one Newton iteration no longer
-// conserves L at this step (it dissipates: about 75 % of the kinetic energy in 3 s), but nothing
+// conserves L at this step (it dissipates 72 % of the kinetic energy in 3 s, and L with it), but nothing
 // grows; eq. 9 linearized at x_k diverged here
 TEST(WorldFemSpin, FastSpinStaysBounded) {
   const Drift d = Spin(false, 300, 10);

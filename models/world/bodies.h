@@ -47,6 +47,7 @@ struct FemBody {
   std::unique_ptr<FemModel> model;
   std::unique_ptr<DeviceBlockMatrix> a;
   Array<Scalar> x, v, b, vhat;
+  Array<Scalar> predictor;          // the rigid part of the last v-hat: where the step linearizes
   std::vector<Index> surface;       // boundary nodes
   std::vector<Index> tris;          // boundary triangles, outward (3 nodes each)
   std::vector<Index> adj_ptr, adj;  // nodes sharing an element with a node (itself included)

@@ -119,6 +119,7 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
   body->v = Array<Scalar>(backend, std::vector<Scalar>(mesh.x.size(), 0));
   body->b = Array<Scalar>(backend, Index(mesh.x.size()));
   body->vhat = Array<Scalar>(backend, Index(mesh.x.size()));
+  body->predictor = Array<Scalar>(backend, Index(mesh.x.size()));
   body->a = backend->CreateMatrix(body->model->pattern());
   body->surface = SurfaceNodes(mesh);
   body->tris = SurfaceTriangles(mesh);
