@@ -14,7 +14,8 @@ namespace condsim {
 // the body's rigid motions). Each iteration, before the W step, the Galerkin correction
 // v += Z dv, dv = -(Z^T A Z)^-1 Z^T (A v - b), removes the residual in those modes exactly (the
 // slowest of W A: rigid motions at 2M/t against the stiffness, bending of thin parts). Contact
-// nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched. Z^T A Z couples the
+// nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched (the free-body level
+// lists them and acts only while their impulses are 0, BodyModeGateOp). Z^T A Z couples the
 // patches of one body (dense, (6 m_b)^2, inverted on the host); bodies are independent.
 #define CONDSIM_BODY_MODE_FIELDS(X)                                                            \
   X(Index, ptr)        /* per patch: its listed nodes node[ptr[p] .. ptr[p+1]) */               \

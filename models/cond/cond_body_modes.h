@@ -6,7 +6,9 @@
 // reach bending and stretching of thin bodies. The fixed point is unchanged. Each solve leaves out
 // the contact nodes (and barycentric virtual nodes with their hosts), so the modes never move a
 // contact node and the diagonal contact step is untouched; a patch left with fewer than 4 nodes
-// is left out too. A node belongs to at most one patch. Frobenius W only.
+// is left out too. A node belongs to at most one patch. Frobenius W only. A second instance, the
+// free-body level (SetFreeBodies), keeps the contact nodes in one patch per body and acts only
+// while the body's contacts are idle (docs/solver.md "Free bodies").
 #pragma once
 
 #include <vector>
