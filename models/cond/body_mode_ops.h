@@ -14,7 +14,8 @@ namespace condsim {
 // the body's rigid motions). Each iteration, before the W step, the Galerkin correction
 // v += Z dv, dv = -(Z^T A Z)^-1 Z^T (A v - b), removes the residual in those modes exactly (the
 // slowest of W A: rigid motions at 2M/t against the stiffness, bending of thin parts). Contact
-// nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched. Z^T A Z couples the
+// nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched (the free-body level
+// lists them and acts only while their impulses are 0, BodyModeGateOp). Z^T A Z couples the
 // patches of one body (dense, (6 m_b)^2, inverted on the host); bodies are independent.
 #define CONDSIM_BODY_MODE_FIELDS(X)                                                            \
   X(Index, ptr)        /* per patch: its listed nodes node[ptr[p] .. ptr[p+1]) */               \
@@ -26,7 +27,9 @@ namespace condsim {
   X(Index, body_ptr)   /* per body: patches body_ptr[b] .. body_ptr[b+1) */                     \
   X(Index, c_off)      /* per body: offset of its (6 m_b)^2 coarse matrix (row-major) */        \
   X(Index, t_ptr)      /* per listed node q: the patches its row of A reaches, */               \
-  X(Index, t_patch)    /*   t_patch[t_ptr[q] .. t_ptr[q+1]) (same body) */
+  X(Index, t_patch)    /*   t_patch[t_ptr[q] .. t_ptr[q+1]) (same body) */               \
+  X(Index, gate_ptr)   /* free bodies only: per patch the contacts on its nodes, */             \
+  X(Index, gate_contact) /* gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 
 // Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
@@ -104,6 +107,28 @@ struct BodyModeResidualOp {
       for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) ModeTranspose(LoadVec3(m.arm, q), LoadVec3(r, m.node[q]), &g_lin, &g_rot);
     StoreVec3(g, 2 * p, g_lin);
     StoreVec3(g, 2 * p + 1, g_rot);
+  }
+};
+
+// free bodies (CondBodyModes::SetFreeBodies): once any contact of a patch has carried an impulse in
+// this solve, the patch takes no correction (g = 0) for the rest of it; so the correction of a
+// patch that lists contact nodes acts only while its contacts are idle (Jc^T lambda = 0 on its
+// nodes: Z^T r is then the full residual's), and never alternates with the contact step
+struct BodyModeGateOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* lambda;    // 3 per contact
+  unsigned char* loaded;   // per patch, sticky within a solve
+  Scalar* g;               // 6 per patch
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    bool on = loaded[p] != 0;
+    for (Index k = m.gate_ptr[p]; k < m.gate_ptr[p + 1] && !on; ++k) {
+      const Index c = m.gate_contact[k];
+      on = lambda[3 * c] != 0 || lambda[3 * c + 1] != 0 || lambda[3 * c + 2] != 0;
+    }
+    if (!on) return;
+    loaded[p] = 1;
+    for (int d = 0; d < 6; ++d) g[6 * p + d] = 0;
   }
 };
 

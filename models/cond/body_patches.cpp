@@ -98,6 +98,10 @@ void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar
   std::vector<Index> order(static_cast<std::size_t>(count));
   std::vector<Index> fill(start.begin(), start.end() - 1);
   for (Index i = 0; i < count; ++i) order[std::size_t(fill[std::size_t(patch[i])]++)] = i;
+  // the body's mean position for the free-body arms
+  Vec3 body_centre;
+  for (Index i = 0; i < count; ++i) body_centre += LoadVec3(x.data(), i);
+  body_centre = body_centre / Scalar(std::max<Index>(count, 1));
   for (Index p = 0; p < num_patches; ++p) {
     Vec3 centre;
     for (Index k = start[p]; k < start[p + 1]; ++k) centre += LoadVec3(x.data(), order[k]);
@@ -106,6 +110,8 @@ void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar
       modes->node.push_back(first + order[k]);
       const Vec3 arm = LoadVec3(x.data(), order[k]) - centre;
       for (int d = 0; d < 3; ++d) modes->arm.push_back(arm[d]);
+      const Vec3 body_arm = LoadVec3(x.data(), order[k]) - body_centre;
+      for (int d = 0; d < 3; ++d) modes->body_arm.push_back(body_arm[d]);
     }
     modes->ptr.push_back(static_cast<Index>(modes->node.size()));
   }

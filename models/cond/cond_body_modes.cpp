@@ -30,8 +30,31 @@ void CondBodyModes::Set(const BodyModes& modes) {
   for (std::size_t k = 0; k < modes.node.size(); ++k)
     CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
   for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
+  CONDSIM_CHECK(modes.body_arm.empty() || modes.body_arm.size() == modes.arm.size(), "SetBodyModes: body_arm must be empty or 3 per node");
   modes_ = modes;
+  free_ = false;
   num_patches_ = 0;  // until Prepare
+}
+
+void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
+  // one patch per body over all its listed nodes, arms from the body's mean position
+  BodyModes whole;
+  if (!modes.body_arm.empty()) {
+    const Index bodies = modes.body_ptr.empty() ? modes.size() : Index(modes.body_ptr.size()) - 1;
+    whole.body_ptr.push_back(0);
+    for (Index body = 0; body < bodies; ++body) {
+      const Index p0 = modes.body_ptr.empty() ? body : modes.body_ptr[body];
+      const Index p1 = modes.body_ptr.empty() ? body + 1 : modes.body_ptr[body + 1];
+      for (Index q = modes.ptr[p0]; q < modes.ptr[p1]; ++q) {
+        whole.node.push_back(modes.node[q]);
+        for (int d = 0; d < 3; ++d) whole.arm.push_back(modes.body_arm[3 * std::size_t(q) + d]);
+      }
+      whole.ptr.push_back(static_cast<Index>(whole.node.size()));
+      whole.body_ptr.push_back(whole.size());
+    }
+  }
+  Set(whole);
+  free_ = true;
 }
 
 void CondBodyModes::SelectPatches(BodyModeHost* used) const {
@@ -41,6 +64,17 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
   // contact step (Alg. 2) is unchanged
   std::vector<unsigned char> excluded = ctx_->in_contact_host;
   for (Index k = 0; k < nodes; ++k) excluded[k] |= ctx_->own_gamma_host[k];
+  // free bodies: only the bodies that have nodes of contacts (S-contacts, node-node or node -
+  // rigid virtual node D-contacts) and no other node the contact step touches (barycentric
+  // hosts: their kv coupling would pin the modes); their contact nodes stay in the patch
+  std::vector<unsigned char> direct(std::size_t(nodes), 0);
+  if (free_) {
+    const ContactSet& c = ctx_->contacts_host;
+    for (Index m = 0; m < c.size(); ++m) {
+      direct[c.node_i[m]] = 1;
+      if (c.node_j[m] >= 0) direct[c.node_j[m]] = 1;
+    }
+  }
   const Index num_bodies = modes_.body_ptr.empty() ? modes_.size() : Index(modes_.body_ptr.size()) - 1;
   used->ptr.assign(1, 0);
   used->body_ptr.assign(1, 0);
@@ -50,6 +84,16 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
   for (Index body = 0; body < num_bodies; ++body) {
     const Index p0 = modes_.body_ptr.empty() ? body : modes_.body_ptr[body];
     const Index p1 = modes_.body_ptr.empty() ? body + 1 : modes_.body_ptr[body + 1];
+    if (free_) {
+      bool touched = false, pinned = false;
+      for (Index q = modes_.ptr[p0]; q < modes_.ptr[p1]; ++q) {
+        const Index i = modes_.node[q];
+        CONDSIM_CHECK(i < nodes, "SetBodyModes: node " << i << " is not a node of A (" << nodes << " nodes)");
+        touched |= direct[i] != 0;
+        pinned |= (excluded[i] && !direct[i]) || ctx_->own_gamma_host[i];
+      }
+      if (!touched || pinned) continue;
+    }
     for (Index p = p0; p < p1; ++p) {
       const Index start = static_cast<Index>(used->node.size());
       for (Index q = modes_.ptr[p]; q < modes_.ptr[p + 1]; ++q) {
@@ -57,7 +101,7 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
         CONDSIM_CHECK(i < nodes, "SetBodyModes: node " << i << " is not a node of A (" << nodes << " nodes)");
         CONDSIM_CHECK(!seen[i], "SetBodyModes: node " << i << " is in more than one patch");
         seen[i] = 1;
-        if (excluded[i]) continue;
+        if (excluded[i] && !free_) continue;
         used->node.push_back(i);
         for (int d = 0; d < 3; ++d) used->arm.push_back(modes_.arm[3 * std::size_t(q) + d]);
       }
@@ -139,12 +183,29 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
   num_patches_ = 0;
   if (!ctx_->params->body_modes || ctx_->params->step_size != StepSize::kFrobenius) return;
+  if (free_ && !ctx_->params->free_body_modes) return;
   BodyModeHost used;
   SelectPatches(&used);
   num_patches_ = static_cast<Index>(used.ptr.size()) - 1;
   if (num_patches_ == 0) return;
   listed_ = static_cast<Index>(used.node.size());
   Coupling(a.pattern(), &used);
+  // free bodies: each patch's contacts, whose impulses gate its correction
+  used.gate_ptr.assign(std::size_t(num_patches_) + 1, 0);
+  if (free_) {
+    const ContactSet& c = ctx_->contacts_host;
+    std::vector<std::vector<Index>> lists(static_cast<std::size_t>(num_patches_));
+    for (Index m = 0; m < c.size(); ++m) {
+      const Index pi = used.node_patch[c.node_i[m]];
+      const Index pj = c.node_j[m] >= 0 ? used.node_patch[c.node_j[m]] : -1;
+      if (pi >= 0) lists[pi].push_back(m);
+      if (pj >= 0 && pj != pi) lists[pj].push_back(m);
+    }
+    for (Index p = 0; p < num_patches_; ++p) {
+      used.gate_contact.insert(used.gate_contact.end(), lists[p].begin(), lists[p].end());
+      used.gate_ptr[p + 1] = static_cast<Index>(used.gate_contact.size());
+    }
+  }
   arrays_.Upload(ctx_->backend, used);
   Backend* b = ctx_->backend;
   if (t_.size() < 18 * used.t_ptr.back()) t_ = Array<Scalar>(b, 18 * used.t_ptr.back());
@@ -153,6 +214,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     g_ = Array<Scalar>(b, 6 * num_patches_);
     dv_ = Array<Scalar>(b, 6 * num_patches_);
   }
+  if (free_) loaded_ = Array<unsigned char>(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   if (v_keep_.size() != 3 * ctx_->nodes) v_keep_ = Array<Scalar>(b, 3 * ctx_->nodes);
   // T = A Z per listed node, A_c = Z^T A Z per body; the inverses on the host
   const BodyModeView view = arrays_.view();
@@ -168,6 +230,7 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   const BodyModeView view = arrays_.view();
   CondKernels& k = *ctx_->kernels;
   k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
+  if (free_) k.BodyModeGate(num_patches_, BodyModeGateOp{view, ctx_->lambda.data(), loaded_.data(), g_.data()});
   k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), dv_.data()});
   k.BodyModeApply(listed_, BodyModeApplyOp{view, t_.data(), dv_.data(), v_keep_.data(), ctx_->r.data()});
   return v_keep_;

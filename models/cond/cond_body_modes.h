@@ -6,7 +6,9 @@
 // reach bending and stretching of thin bodies. The fixed point is unchanged. Each solve leaves out
 // the contact nodes (and barycentric virtual nodes with their hosts), so the modes never move a
 // contact node and the diagonal contact step is untouched; a patch left with fewer than 4 nodes
-// is left out too. A node belongs to at most one patch. Frobenius W only.
+// is left out too. A node belongs to at most one patch. Frobenius W only. A second instance, the
+// free-body level (SetFreeBodies), keeps the contact nodes in one patch per body and acts only
+// while the body's contacts are idle (docs/solver.md "Free bodies").
 #pragma once
 
 #include <vector>
@@ -26,6 +28,8 @@ struct BodyModes {
   std::vector<Scalar> arm;     // 3 per listed node: position - the patch's reference point [m]
   std::vector<Index> body_ptr;  // body k: patches body_ptr[k] .. body_ptr[k+1); empty: one
                                 // patch per body
+  std::vector<Scalar> body_arm;  // optional, 3 per listed node: position - the body's mean
+                                 // position (AppendBodyPatches); the free-body modes need it
   Index size() const { return static_cast<Index>(ptr.size()) - 1; }
 };
 
@@ -47,6 +51,11 @@ class CondBodyModes : public CondComponent {
  public:
   using CondComponent::CondComponent;
   void Set(const BodyModes& modes);
+  // the free-body level instead (docs/solver.md "Free bodies"): one patch per body of `modes`
+  // (arms from body_arm; none without it) that keeps its contact nodes, for the bodies touched
+  // by nodal contacts only, corrected only in iterations where none of its contacts carries an
+  // impulse
+  void SetFreeBodies(const BodyModes& modes);
   bool active() const override { return modes_.size() > 0; }
   // the patches of this solve (less the nodes the contact step touches) and the inverses of
   // their coarse matrices Z^T A Z
@@ -68,10 +77,12 @@ class CondBodyModes : public CondComponent {
   void InvertCoarse(const BodyModeHost& host, std::vector<Scalar>* ac) const;
 
   BodyModes modes_;
+  bool free_ = false;      // the free-body level (SetFreeBodies)
   Index num_patches_ = 0;  // patches in use (0 when off)
   Index listed_ = 0;       // their nodes in this solve
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_;
+  Array<unsigned char> loaded_;  // free bodies: per patch, a contact carried an impulse this solve
 };
 
 }  // namespace condsim

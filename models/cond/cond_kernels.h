@@ -16,7 +16,7 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
-                       BodyModeResidualOp, BodyModeSolveOp, BodyModeApplyOp> {
+                       BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -61,6 +61,7 @@ class CondKernels
   void BodyModeProduct(Index listed, const BodyModeProductOp& op) { Run(listed, op); }
   void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
+  void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "condsim/error.h"
 #include "models/cond/cond_kernels.h"
@@ -35,6 +36,22 @@ StepSize ParseStepSize(const std::string& name) {
   throw Error("unknown step size '" + name + "' (valid: frobenius, bb1, bb2, bb-alternate)");
 }
 
+const char* ToString(StopRule s) {
+  switch (s) {
+    case StopRule::kStep:
+      return "step";
+    case StopRule::kMomentum:
+      return "momentum";
+  }
+  return "?";
+}
+
+StopRule ParseStopRule(const std::string& name) {
+  for (StopRule s : {StopRule::kStep, StopRule::kMomentum})
+    if (name == ToString(s)) return s;
+  throw Error("unknown stop rule '" + name + "' (valid: step, momentum)");
+}
+
 Projection ParseProjection(const std::string& name) {
   if (name == "strict") return Projection::kStrict;
   if (name == "proximal") return Projection::kProximal;
@@ -44,6 +61,8 @@ Projection ParseProjection(const std::string& name) {
 void CondParams::Validate() const {
   CONDSIM_CHECK(std::isfinite(theta_threshold) && theta_threshold > 0,
                 "CondParams.theta_threshold must be a positive number [m/s], got " << theta_threshold);
+  CONDSIM_CHECK(std::isfinite(momentum_factor) && momentum_factor >= 1,
+                "CondParams.momentum_factor must be a number >= 1, got " << momentum_factor);
   CONDSIM_CHECK(max_iterations >= 1, "CondParams.max_iterations must be >= 1, got " << max_iterations);
   CONDSIM_CHECK(w_reuse_solves >= 1, "CondParams.w_reuse_solves must be >= 1, got " << w_reuse_solves);
   CONDSIM_CHECK(chebyshev_start >= 2, "CondParams.chebyshev_start must be >= 2, got " << chebyshev_start);
@@ -131,7 +150,57 @@ void CondSolver::SetBarycentricNodes(const BarycentricNodes& nodes) {
   step_.Invalidate();      // the hosts' row sums change
 }
 
-void CondSolver::SetBodyModes(const BodyModes& modes) { modes_.Set(modes); }
+void CondSolver::SetBodyModes(const BodyModes& modes) {
+  modes_.Set(modes);
+  free_.SetFreeBodies(modes);
+}
+
+void CondSolver::SetMassDiagonal(const std::vector<Scalar>& mass, const std::vector<Index>& body_start) {
+  for (std::size_t k = 1; k < body_start.size(); ++k)
+    CONDSIM_CHECK(body_start[k] > body_start[k - 1], "SetMassDiagonal: body_start must be ascending (entry " << k << ")");
+  for (std::size_t k = 0; k < mass.size(); ++k)
+    CONDSIM_CHECK(std::isfinite(mass[k]) && mass[k] >= 0, "SetMassDiagonal: DOF " << k << " has mass " << mass[k] << " (must be >= 0)");
+  mass_host_ = mass;
+  body_start_ = body_start;
+  mass_dirty_ = true;
+}
+
+void CondSolver::PrepareMomentum() {
+  mass_dirty_ = false;
+  body_mass_.clear();
+  if (mass_host_.empty()) return;
+  const Index n = 3 * ctx_.nodes;
+  CONDSIM_CHECK(Index(mass_host_.size()) <= n, "SetMassDiagonal: " << mass_host_.size() << " values for " << n << " DOFs");
+  // bodies: DOF ranges, with the sums of their masses and node counts
+  std::vector<Index> starts = body_start_;
+  if (starts.empty())
+    for (Index k = 0; k < ctx_.nodes; ++k)
+      if (k == 0 || ctx_.node_env_host[k] != ctx_.node_env_host[k - 1]) starts.push_back(k);
+  std::vector<Index> offsets{0};
+  for (Index k : starts)
+    if (3 * k > offsets.back()) offsets.push_back(3 * k);
+  if (n > offsets.back()) offsets.push_back(n);
+  const std::size_t nb = offsets.size() - 1;
+  body_mass_.assign(nb, 0);
+  body_nodes_.assign(nb, 0);
+  body_env_.assign(nb, 0);
+  std::vector<Scalar> mask[3];
+  for (auto& m : mask) m.assign(std::size_t(n), 0);
+  for (std::size_t b = 0; b < nb; ++b) {
+    body_env_[b] = ctx_.node_env_host[std::size_t(offsets[b] / 3)];
+    for (Index k = offsets[b]; k < offsets[b + 1]; ++k) {
+      if (std::size_t(k) >= mass_host_.size() || mass_host_[k] <= 0) continue;
+      mask[k % 3][k] = 1;
+      if (k % 3 == 0) {
+        body_mass_[b] += mass_host_[k];
+        body_nodes_[b] += 1;
+      }
+    }
+  }
+  for (int d = 0; d < 3; ++d) body_mask_[d] = Array<Scalar>(backend_, mask[d]);
+  body_offsets_ = Array<Index>(backend_, offsets);
+  body_sum_ = Array<Scalar>(backend_, Index(nb));
+}
 
 void CondSolver::Prepare(DeviceBlockMatrix& a) {
   const BlockPattern& p = a.pattern();
@@ -159,7 +228,9 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     ctx_.env_active = Array<unsigned char>(b, ctx_.num_envs);
     step_.Resize();
     contacts_dirty_ = true;
+    mass_dirty_ = true;
   }
+  if (mass_dirty_) PrepareMomentum();
   if (contacts_dirty_) {
     PrepareContacts();
     contacts_dirty_ = false;
@@ -204,10 +275,15 @@ void CondSolver::RespondToForces(const Array<Scalar>& b, bool before_sweep) {
   }
 }
 
-void CondSolver::Iterate(const Array<Scalar>& b, const Array<Scalar>& v) {
+void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v) {
   // the W step starts from v corrected in the body modes (v itself stays v^l for Chebyshev and
   // theta); v* = v - W r (eq. 20) with the chains' exact blocks where there are chains
-  const Array<Scalar>& start = modes_.correcting() ? modes_.Corrected(v) : v;
+  // (first the free bodies' whole motions, from the second iteration on: the first sweep decides
+  // which contacts are idle, the impulses of a cold start say nothing; then the patches)
+  const Array<Scalar>* corrected = &v;
+  if (free_.correcting() && l > 0) corrected = &free_.Corrected(*corrected);
+  if (modes_.correcting()) corrected = &modes_.Corrected(*corrected);
+  const Array<Scalar>& start = *corrected;
   if (chains_.active()) {
     chains_.Step(start);
   } else {
@@ -236,6 +312,8 @@ void CondSolver::Iterate(const Array<Scalar>& b, const Array<Scalar>& v) {
 // per-environment state of one solve's loop
 struct CondSolver::Loop {
   std::vector<unsigned char> active;
+  std::vector<unsigned char> pending;  // theta passed; the momentum check at the next r decides
+  bool any_pending = false;
   int running = 0;
   std::vector<double> theta_prev, rho, nu;
   std::vector<double> theta_min;  // smallest residual of the running semi-iteration
@@ -244,7 +322,7 @@ struct CondSolver::Loop {
   std::vector<int> cheb_start;    // l_s per environment, moved on by a restart
   std::vector<Scalar> host_scalar;
   explicit Loop(Index ne, int chebyshev_start)
-      : active(std::size_t(ne), 1), running(ne), theta_prev(std::size_t(ne), 0), rho(std::size_t(ne), 1), nu(std::size_t(ne), 1),
+      : active(std::size_t(ne), 1), pending(std::size_t(ne), 0), running(ne), theta_prev(std::size_t(ne), 0), rho(std::size_t(ne), 1), nu(std::size_t(ne), 1),
         theta_min(std::size_t(ne), 0), l_min(std::size_t(ne), 0), plain(std::size_t(ne), chebyshev_start),
         cheb_start(std::size_t(ne), chebyshev_start), host_scalar(std::size_t(ne)) {}
 };
@@ -312,14 +390,55 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   if (changed) ctx_.env_active.CopyFromHost(loop->active);
   kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
   if (params_.record_history) st->history.push_back(worst);
-  // environments below theta_th stop (Alg. 1 line 13)
+  // environments below theta_th stop (Alg. 1 line 13); with the momentum check they first pass
+  // it at the next iteration's r
   changed = false;
   for (Index e = 0; e < ctx_.num_envs; ++e) {
     if (loop->active[e] && st->env_residual[e] < params_.theta_threshold) {
+      if (momentum_check()) {
+        loop->pending[e] = 1;
+        loop->any_pending = true;
+        continue;
+      }
       loop->active[e] = 0;
       changed = true;
       --loop->running;
     }
+  }
+  if (changed) ctx_.env_active.CopyFromHost(loop->active);
+}
+
+void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
+  if (!loop->any_pending) return;
+  loop->any_pending = false;
+  Backend& be = *backend_;
+  // the full residual r - Jc^T lambda (eq. 1) with the current impulses
+  be.Fill(0, &diff_);
+  ctx_.AddContactForces(nullptr, ctx_.lambda, &diff_);
+  be.Axpby(1, ctx_.r, -1, &diff_);
+  // per body the net force residual F = sum_i (r - Jc^T lambda)_i: the elastic and damping forces
+  // cancel in it (K annihilates translations), so F / M is the error of the body's mean velocity
+  // however stiff the body is (eq. 9: M-hat (v - v*) summed over the body = F when K 1 = 0);
+  // theta_p^2 = sum_b n_b |F_b / M_b|^2, the 2-norm of that velocity over the body's n_b nodes
+  // (comparable with theta)
+  std::vector<double> p2(std::size_t(ctx_.num_envs), 0);
+  for (int d = 0; d < 3; ++d) {
+    be.SegmentedDot(diff_, body_mask_[d], body_offsets_, &body_sum_);
+    const std::vector<Scalar> f = body_sum_.ToHost();
+    for (std::size_t b = 0; b < f.size(); ++b)
+      if (body_mass_[b] > 0) p2[std::size_t(body_env_[b])] += body_nodes_[b] * std::pow(double(f[b]) / body_mass_[b], 2);
+  }
+  const double bound = params_.momentum_factor * params_.theta_threshold;
+  bool changed = false;
+  for (Index e = 0; e < ctx_.num_envs; ++e) {
+    if (!loop->pending[e]) continue;
+    loop->pending[e] = 0;
+    const double theta_p = std::sqrt(p2[std::size_t(e)]);
+    st->env_momentum_error[e] = theta_p;
+    if (!loop->active[e] || !(theta_p < bound)) continue;
+    loop->active[e] = 0;
+    changed = true;
+    --loop->running;
   }
   if (changed) ctx_.env_active.CopyFromHost(loop->active);
 }
@@ -343,6 +462,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   st.num_colors = static_cast<Index>(ctx_.color_ptr.size()) - 1;
   st.env_iterations.assign(std::size_t(ne), 0);
   st.env_residual.assign(std::size_t(ne), 0.0);
+  st.env_momentum_error.assign(std::size_t(ne), -1.0);
   backend_->Synchronize();
   const auto t1 = Clock::now();
   st.setup_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -351,18 +471,30 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
     a.Multiply(1, *v, 0, &ctx_.r);
     backend_->Axpby(-1, b, 1, &ctx_.r);
+    // the momentum check of the environments whose theta passed in the last iteration
+    CheckMomentum(&loop, &st);
+    if (loop.running == 0) break;
     step_.Update(l, *v, v_prev_);
-    Iterate(b, *v);
+    Iterate(l, b, *v);
     Accelerate(l, &loop, *v);
     Converge(l, &loop, v, &st);
+  }
+  // at l_max the last iterate's momentum check needs one more r
+  if (loop.any_pending) {
+    a.Multiply(1, *v, 0, &ctx_.r);
+    backend_->Axpby(-1, b, 1, &ctx_.r);
+    CheckMomentum(&loop, &st);
   }
   backend_->Synchronize();
   st.iterate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   st.converged = st.failed_envs.empty();
+  const double bound = params_.momentum_factor * params_.theta_threshold;
   for (Index e = 0; e < ne; ++e) {
     st.iterations = std::max(st.iterations, st.env_iterations[e]);
     st.residual = std::max(st.residual, st.env_residual[e]);
+    st.momentum_error = std::max(st.momentum_error, st.env_momentum_error[e]);
     if (!(st.env_residual[e] < params_.theta_threshold)) st.converged = false;
+    if (momentum_check() && !(st.env_momentum_error[e] >= 0 && st.env_momentum_error[e] < bound)) st.converged = false;
   }
   return st;
 }

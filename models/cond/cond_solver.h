@@ -35,6 +35,16 @@ enum class StepSize {
 };
 const char* ToString(StepSize s);
 StepSize ParseStepSize(const std::string& name);
+
+// when an environment stops (docs/solver.md "Stopping rule"); theta = |v^{l+1} - v^l|_2 < theta_th
+// is always required
+enum class StopRule {
+  kStep,      // theta alone (Alg. 1 line 13): stops early where W A has eigenvalues near 0
+  kMomentum,  // and the bodies' momentum error theta_p (net force residual over mass) <
+              // momentum_factor * theta_th; needs SetMassDiagonal (theta alone without it)
+};
+const char* ToString(StopRule s);
+StopRule ParseStopRule(const std::string& name);
 Projection ParseProjection(const std::string& name);
 
 struct CondParams {
@@ -44,6 +54,9 @@ struct CondParams {
   double w_safeguard = 1.9;        // Frobenius: w <= this / (largest absolute row sum), so
                                    // lambda_max(W A) < 2 (Gershgorin); 0 = the paper's w as is
   double theta_threshold = 1e-6;   // theta_th [m/s]: stop an environment when |v^{l+1} - v^l| < it
+                                   // (and the stop rule's theta_p < momentum_factor * it)
+  StopRule stop_rule = StopRule::kMomentum;
+  double momentum_factor = 100;    // kMomentum: theta_p's tolerance in units of theta_th (>= 1)
   int max_iterations = 1000;       // l_max
   bool chebyshev = true;           // Alg. 3
   int chebyshev_start = 10;        // l_s: plain iterations before acceleration starts (>= 2)
@@ -52,6 +65,8 @@ struct CondParams {
   bool record_history = false;     // keep the residual of every iteration in CondStats
   bool body_modes = true;          // correct the motions of SetBodyModes patches exactly each
                                    // iteration (two-level W; docs/solver.md "Body modes")
+  bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
+                                   // their contacts carry no impulse (docs/solver.md "Free bodies")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
   int rigid_sweeps = 32;           // Gauss-Seidel passes over each rigid group's own contacts per
                                    // iteration (docs/solver.md "Rigid groups"); 0 = the diagonal
@@ -63,9 +78,11 @@ struct CondParams {
 struct CondStats {
   int iterations = 0;                 // iterations of the slowest environment
   double residual = 0;                // largest final theta over environments [m/s]
-  bool converged = false;             // every environment reached theta_th
+  double momentum_error = 0;          // largest last theta_p (kMomentum) [m/s]
+  bool converged = false;             // every environment passed the stop rule (theta, theta_p)
   std::vector<int> env_iterations;
   std::vector<double> env_residual;
+  std::vector<double> env_momentum_error;  // per environment the last theta_p (-1: not checked)
   std::vector<int> failed_envs;       // environments whose iterate became NaN/Inf (left at
                                       // their last finite iterate; the others continue)
   std::vector<double> history;        // max theta over running environments, per iteration
@@ -100,6 +117,12 @@ class CondSolver {
   // patches of deformable bodies whose motions are corrected exactly (cond_body_modes.h);
   // Frobenius W only
   void SetBodyModes(const BodyModes& modes);
+  // the momentum check of StopRule::kMomentum (docs/solver.md "Stopping rule"): the mass part
+  // M-hat of A's diagonal per DOF (eq. 9's form: 2 m / t per DOF of a node of mass m), >= 0; 0
+  // leaves a DOF out (virtual nodes, rotations, rigid bodies); DOFs past the end are 0.
+  // body_start: the first node of each body, ascending (a body runs to the next one; empty: one
+  // body per environment). An empty `mass` turns the check off
+  void SetMassDiagonal(const std::vector<Scalar>& mass, const std::vector<Index>& body_start = {});
   // solves A v = b + Jc^T lambda with eq. 11; v holds the initial guess (warm start) on entry
   // and the mid-step velocity on return. A must be square with 3x3 blocks.
   CondStats Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v);
@@ -117,13 +140,19 @@ class CondSolver {
   void PrepareContacts();
   // one iteration's new iterate u from v: the W step (eq. 20), then the contact step (Alg. 2,
   // eq. 24) with the components' answers before and after the sweeps
-  void Iterate(const Array<Scalar>& b, const Array<Scalar>& v);
+  void Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v);
   void RespondToForces(const Array<Scalar>& b, bool before_sweep);
   // Chebyshev (Alg. 3 lines 7-8) on u
   void Accelerate(int l, Loop* loop, const Array<Scalar>& v);
   // theta per environment (Alg. 1 line 12), Chebyshev restarts, u accepted as v, and the
   // environments that stop (line 13) or fail
   void Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st);
+  // the momentum check of the environments whose theta passed: theta_p from r = A v - b (computed
+  // by the caller) and the current impulses; those within momentum_factor * theta_th stop
+  void CheckMomentum(Loop* loop, CondStats* st);
+  // the bodies' DOF ranges, masks and masses for this node layout
+  void PrepareMomentum();
+  bool momentum_check() const { return params_.stop_rule == StopRule::kMomentum && !body_mass_.empty(); }
 
   Backend* backend_;
   CondParams params_;
@@ -132,13 +161,23 @@ class CondSolver {
   bool contacts_dirty_ = true;
   // per DOF / per environment arrays of the loop
   Array<Scalar> v_prev_, diff_, env_scalar_, env_theta2_;
+  // the momentum check: SetMassDiagonal's values, per body its DOF range, the masks of its
+  // x, y, z DOFs with mass, its mass, its nodes with mass and its environment
+  std::vector<Scalar> mass_host_;
+  std::vector<Index> body_start_;
+  Array<Index> body_offsets_;
+  Array<Scalar> body_mask_[3], body_sum_;
+  std::vector<double> body_mass_, body_nodes_;
+  std::vector<Index> body_env_;
+  bool mass_dirty_ = false;
   CondStepSize step_{&ctx_};
   CondBarycentric bary_{&ctx_};
   CondRigidGroups rigid_{&ctx_};
   CondBodyModes modes_{&ctx_};
+  CondBodyModes free_{&ctx_};  // the free-body level: whole bodies with their idle contact nodes
   CondChains chains_{&ctx_};
   // the components in hook order
-  std::vector<CondComponent*> parts_{&bary_, &rigid_, &modes_, &chains_};
+  std::vector<CondComponent*> parts_{&bary_, &rigid_, &free_, &modes_, &chains_};
 };
 
 }  // namespace condsim

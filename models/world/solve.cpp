@@ -1,6 +1,7 @@
 // The solve stage: the COND solve and its divergence checks.
 #include "models/world/solve.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -10,6 +11,15 @@ namespace condsim {
 
 void SolveStage::Build(const WorldBodies& w) {
   solver_ = std::make_unique<CondSolver>(w.backend, w.params.cond);
+  // the momentum check of the stop rule: 2 m / t per DOF of eq. 9's mass part (FEM nodes, cable
+  // segment centres; rotations, rigid bodies and virtual nodes 0), one body per FEM body and cable
+  std::vector<Scalar> mass_diag;
+  for (Scalar m : w.BaseNodeMasses())
+    for (int d = 0; d < 3; ++d) mass_diag.push_back(2 * m / w.params.dt);
+  std::vector<Index> body_start;
+  for (std::size_t d = 0; d < w.num_deformable(); ++d) body_start.push_back(w.system->part_offset(w.DeformablePart(d)));
+  std::sort(body_start.begin(), body_start.end());
+  solver_->SetMassDiagonal(mass_diag, body_start);
   if (w.rods.empty()) return;
   std::vector<Index> chain_ptr{0}, chain_nodes;
   for (const auto& r : w.rods) {
