@@ -282,7 +282,9 @@ int RunSceneFile(const Args& args) {
     if (!st.cond.converged) {
       if (t.not_converged.count == 0 && !o.quiet)
         std::cerr << "condsim run: warning: step " << t.done - 1 << ": the solve stopped at max_iterations with residual "
-                  << st.cond.residual << " m/s (theta_th " << scene.world.cond.theta_threshold << "); counted in summary.json health\n";
+                  << st.cond.residual << " m/s and momentum error " << st.cond.momentum_error << " m/s (theta_th "
+                  << scene.world.cond.theta_threshold << ", momentum_factor " << scene.world.cond.momentum_factor
+                  << "); counted in summary.json health\n";
       t.not_converged.Add(t.done - 1);
       if (t.last_residual > 0 && st.cond.residual > 10 * t.last_residual) t.residual_growth.Add(t.done - 1);
     }
