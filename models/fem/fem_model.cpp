@@ -234,9 +234,13 @@ void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar d
   kernels_->Run(pattern_.nnz_blocks(),
                    FemBlockOp{block_ptr_.data(), block_refs_.data(), block_row_.data(), a->col_idx().data(), bm_.data(),
                               volume_.data(), mu_.data(), lambda_.data(), rotation_.data(), mass_.data(),
-                              material_.geometric_stiffness ? geo_diag_.data() : nullptr, tets_.data(),
-                              linearize_at != nullptr ? x_mid_.data() : x.data(), mass_coeff,
-                              stiffness_coeff, a->mutable_values().data()});
+                              mass_coeff, stiffness_coeff, a->mutable_values().data()});
+  if (material_.geometric_stiffness) {
+    kernels_->Run(pattern_.nnz_blocks(),
+                  FemGeometricBlockOp{block_ptr_.data(), block_refs_.data(), tets_.data(),
+                                      linearize_at != nullptr ? x_mid_.data() : x.data(), geo_diag_.data(), stiffness_coeff,
+                                      a->mutable_values().data()});
+  }
   if (linearize_at != nullptr) {
     // Newton (eq. 10): b += (t/2) K v-hat, from A v-hat without the mass part
     a->Multiply(1, *linearize_at, 0, &r_);

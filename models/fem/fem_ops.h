@@ -179,8 +179,7 @@ CONDSIM_HD_INLINE Mat3 ProjectedGeometricBlock(const Index* tet, const Scalar* x
 
 // one 3x3 block (r, c) of A = (2/t + alpha) M + (t/2 + beta) K (eq. 9 with Rayleigh damping
 // alpha M + beta K): K_rc = sum over elements of V R [lambda g_a g_b^T + mu g_b g_a^T +
-// mu (g_a . g_b) I] R^T, the rotated linear-elastic stiffness (+ the projected geometric
-// damping P D P when geo_diag is set); refs = element * 16 + a * 4 + b
+// mu (g_a . g_b) I] R^T, the rotated linear-elastic stiffness; refs = element * 16 + a * 4 + b
 struct FemBlockOp {
   static constexpr Index kGrain = 32768;  // items per CPU thread at least (cpu/parallel.h)
   const Index* ptr;
@@ -193,15 +192,11 @@ struct FemBlockOp {
   const Scalar* lambda;
   const Scalar* rotation;
   const Scalar* mass;
-  const Scalar* geo_diag;  // 12 per element, or null
-  const Index* tets;       // with geo_diag: the elements' nodes and the positions of the
-  const Scalar* x;         // linearization (for the rigid-motion projection)
   Scalar mass_coeff;
   Scalar stiffness_coeff;
   Scalar* values;
   CONDSIM_HD_INLINE void operator()(Index k) const {
     Mat3 sum;
-    Mat3 geo;
     for (Index q = ptr[k]; q < ptr[k + 1]; ++q) {
       const Index ref = refs[q];
       const Index e = ref / 16;
@@ -211,11 +206,32 @@ struct FemBlockOp {
       const Mat3 local = lambda[e] * Outer(ga, gb) + mu[e] * Outer(gb, ga) + (mu[e] * Dot(ga, gb)) * Mat3::Identity();
       const Mat3 r = LoadMat3(rotation, e);
       sum = sum + volume[e] * (r * local * Transpose(r));
-      if (geo_diag != nullptr) geo = geo + ProjectedGeometricBlock(tets + 4 * std::int64_t(e), x, geo_diag + 12 * std::int64_t(e), a, c);
     }
-    Mat3 out = stiffness_coeff * (sum + geo);
+    Mat3 out = stiffness_coeff * sum;
     if (block_row[k] == col_idx[k]) out = out + (mass_coeff * mass[block_row[k]]) * Mat3::Identity();
     StoreMat3(values, k, out);
+  }
+};
+
+// adds coeff * (P D P)_rc, the projected geometric damping (ProjectedGeometricBlock), to the 3x3
+// block k of A; the same refs as FemBlockOp (a separate launch, only with geometric_stiffness)
+struct FemGeometricBlockOp {
+  static constexpr Index kGrain = 32768;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* ptr;
+  const Index* refs;
+  const Index* tets;
+  const Scalar* x;         // the positions the elements were computed at
+  const Scalar* geo_diag;  // 12 per element
+  Scalar coeff;
+  Scalar* values;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    Mat3 sum;
+    for (Index q = ptr[k]; q < ptr[k + 1]; ++q) {
+      const Index ref = refs[q];
+      const Index e = ref / 16;
+      sum = sum + ProjectedGeometricBlock(tets + 4 * std::int64_t(e), x, geo_diag + 12 * std::int64_t(e), (ref / 4) % 4, ref % 4);
+    }
+    StoreMat3(values, k, LoadMat3(values, k) + coeff * sum);
   }
 };
 
