@@ -89,10 +89,7 @@ Index AddCable(World* w, const Vec3& start, const Vec3& dir) {
   RodMaterial mat;
   mat.radius = 0.005;
   mat.young = 1e7;
-  // without the rod's E (eq. 9): its diagonal projection also lands on the centres' translational
-  // DOFs, is not translation-invariant and changes the momentum by itself (0.71 relative in the
-  // cable-cable impact below with world.inelastic off; a rod-model defect, docs/rod.md)
-  mat.geometric_stiffness = false;
+  // with the rod's E (eq. 9, the default): on the rotation DOFs only, it keeps the momentum
   return w->AddRod(MakeStraightRod(start, dir, 0.3, 15), mat, RodEnd(), RodEnd(), "cable", 0.0);
 }
 

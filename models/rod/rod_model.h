@@ -25,7 +25,8 @@ struct RodMaterial {
   double rayleigh_alpha = 0; // mass-proportional damping [1/s]
   double rayleigh_beta = 0;  // stiffness-proportional damping [s]
   // E of eq. 9: the SPD diagonal projection of the joints' geometric stiffness (the second
-  // derivatives of the joint errors), which keeps large deformations passive at t = 10 ms
+  // derivatives of the joint errors) on the segments' rotation DOFs, which keeps large
+  // deformations passive at t = 10 ms without damping translation
   bool geometric_stiffness = true;
   void Validate(const std::string& where) const;
   double Shear() const { return young / (2 * (1 + poisson)); }

@@ -1,0 +1,119 @@
+// Cable motion at t = 10 ms against references: the joints' geometric stiffness (eq. 9's E,
+// docs/rod.md) must not drag the cable's translation. A 0.4 m cable (30 segments, r 2 mm,
+// E 2.954 MPa: the cable_winding material) bent into a half circle with a straight rest shape,
+// falling freely. References: the analytic free fall g t^2 / 2 of the centre of mass (the joint
+// forces cancel and the midpoint rule integrates constant gravity exactly; tolerance 0.1 % for
+// the solver's residual), and the same set-up at t = 0.5 ms (the fine-step reference; 10 %).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "models/world/world.h"
+#include "test_util.h"
+
+namespace condsim {
+namespace {
+
+constexpr double kLength = 0.4;
+constexpr Index kSegments = 30;
+
+RodMaterial CableMaterial() {
+  RodMaterial m;
+  m.radius = 0.002;
+  m.young = 2.954e6;
+  m.poisson = 0.49;
+  m.density = 1259;
+  return m;
+}
+
+struct Drop {
+  double lowest;  // drop of the lowest segment centre [m]
+  double centre;  // drop of the centre of mass [m]
+};
+
+// the drops at the given times, stepping at dt. With the cylinder: a straight cable laid across
+// it. Without: free fall of a cable bent into a half circle (radius L / pi) in the vertical
+// plane while its rest shape is straight, so its joints are stressed and it unbends as it falls
+std::vector<Drop> Drops(double dt, bool cylinder, const std::vector<double>& times) {
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  WorldParams params;
+  params.dt = dt;
+  params.cond.theta_threshold = 1e-7;
+  params.cond.max_iterations = 20000;
+  World world(backend.get(), params);
+  const RodMaterial mat = CableMaterial();
+  const Scalar rc = 0.02;  // cylinder radius [m]
+  if (cylinder) {
+    // a horizontal cylinder along y through the origin; the cable lies across it, centred
+    StaticShape post;
+    post.type = ShapeType::kCapsule;
+    post.center = Vec3(0, 0, 0);
+    post.orientation = FromRotationVector(Vec3(1.5707963267948966, 0, 0));
+    post.size = Vec3(rc, 0.1, 0);
+    post.mu1 = post.mu2 = 0.3;
+    world.AddStatic(post);
+  }
+  const Scalar z0 = rc + mat.radius + 1e-4;
+  const Index cable = world.AddRod(MakeStraightRod(Vec3(-kLength / 2, 0, z0), Vec3(1, 0, 0), kLength, kSegments), mat,
+                                   RodEnd(), RodEnd(), "cable", 0.3, false);
+  if (!cylinder) {
+    std::vector<Vec3> arc;
+    for (int k = 0; k <= 64; ++k) {
+      const double a = 3.14159265358979323846 * k / 64, rad = kLength / 3.14159265358979323846;
+      arc.push_back(Vec3(-rad * std::cos(a), 0, z0 + rad * std::sin(a)));
+    }
+    const RodGeometry bent = MakePolylineRod(arc, kSegments);
+    std::vector<Scalar> x, q;
+    for (Index s = 0; s < kSegments; ++s) {
+      for (int c = 0; c < 3; ++c) x.push_back(bent.centers[s][c]);
+      const Quat f = bent.frames[s];
+      q.insert(q.end(), {f.w, f.x, f.y, f.z});
+    }
+    world.rod_model(cable).positions().CopyFromHost(x);
+    world.rod_model(cable).orientations().CopyFromHost(q);
+  }
+  auto measure = [&]() {
+    const std::vector<Scalar> x = world.RodPositions(cable);
+    double lowest = 1e9, mean = 0;
+    for (std::size_t i = 2; i < x.size(); i += 3) {
+      lowest = std::min(lowest, double(x[i]));
+      mean += x[i] / kSegments;
+    }
+    return Drop{lowest, mean};
+  };
+  const Drop start = measure();
+  std::vector<Drop> drop;
+  int step = 0;
+  for (double t : times) {
+    const int until = static_cast<int>(std::lround(t / dt));
+    for (; step < until; ++step) {
+      const StepStats st = world.Step();
+      EXPECT_TRUE(st.cond.converged) << "dt " << dt << " step " << step;
+    }
+    const Drop now = measure();
+    drop.push_back(Drop{start.lowest - now.lowest, start.centre - now.centre});
+  }
+  return drop;
+}
+
+// free fall: the centre of mass follows g t^2 / 2 (internal forces and E cancel in the sum;
+// tolerance 0.1 %; the former E on the centres fell 2.4 % short at 0.2 s and 16 % at 1 s) at
+// t = 0.2 s and 1 s, and the lowest point the 0.5 ms run within 10 % at t = 1 s. Known gap
+// (printed, not asserted): the unbending itself is slow at 10 ms (the lowest point relative to
+// the centre of mass at 0.2 s: -0.3 mm at 10 ms, -22 mm at 0.5 ms; docs/rod.md)
+TEST(RodDrape, BentCableFreeFallMatchesAnalyticAndFineSteps) {
+  const std::vector<double> times = {0.2, 1.0};
+  const std::vector<Drop> coarse = Drops(0.01, false, times);
+  const std::vector<Drop> fine = Drops(0.0005, false, times);
+  for (std::size_t k = 0; k < times.size(); ++k) {
+    const double exact = 0.5 * 9.81 * times[k] * times[k];
+    std::printf("[ fall     ] t = %.1f s: centre of mass drop %.6f m (g t^2/2 = %.6f m); lowest point %.4f m at 10 ms, "
+                "%.4f m at 0.5 ms; lowest point rel. to the centre of mass %.4f / %.4f m\n", times[k], coarse[k].centre, exact,
+                coarse[k].lowest, fine[k].lowest, coarse[k].lowest - coarse[k].centre, fine[k].lowest - fine[k].centre);
+    EXPECT_NEAR(coarse[k].centre, exact, 1e-3 * exact);
+  }
+  EXPECT_NEAR(coarse[1].lowest, fine[1].lowest, 0.1 * fine[1].lowest);
+}
+
+}  // namespace
+}  // namespace condsim
