@@ -31,10 +31,10 @@ struct Drop {
   double centre;  // drop of the centre of mass [m]
 };
 
-// the drops at the given times, stepping at dt. With the cylinder: a straight cable laid across
-// it. Without: free fall of a cable bent into a half circle (radius L / pi) in the vertical
-// plane while its rest shape is straight, so its joints are stressed and it unbends as it falls
-std::vector<Drop> Drops(double dt, bool cylinder, const std::vector<double>& times) {
+// the drops at the given times, stepping at dt, of a cable bent into a half circle (radius
+// L / pi) in the vertical plane while its rest shape is straight, so its joints are stressed and
+// it unbends as it falls
+std::vector<Drop> Drops(double dt, const std::vector<double>& times) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
   WorldParams params;
   params.dt = dt;
@@ -42,36 +42,23 @@ std::vector<Drop> Drops(double dt, bool cylinder, const std::vector<double>& tim
   params.cond.max_iterations = 20000;
   World world(backend.get(), params);
   const RodMaterial mat = CableMaterial();
-  const Scalar rc = 0.02;  // cylinder radius [m]
-  if (cylinder) {
-    // a horizontal cylinder along y through the origin; the cable lies across it, centred
-    StaticShape post;
-    post.type = ShapeType::kCapsule;
-    post.center = Vec3(0, 0, 0);
-    post.orientation = FromRotationVector(Vec3(1.5707963267948966, 0, 0));
-    post.size = Vec3(rc, 0.1, 0);
-    post.mu1 = post.mu2 = 0.3;
-    world.AddStatic(post);
-  }
-  const Scalar z0 = rc + mat.radius + 1e-4;
+  const Scalar z0 = mat.radius;
   const Index cable = world.AddRod(MakeStraightRod(Vec3(-kLength / 2, 0, z0), Vec3(1, 0, 0), kLength, kSegments), mat,
                                    RodEnd(), RodEnd(), "cable", 0.3, false);
-  if (!cylinder) {
-    std::vector<Vec3> arc;
-    for (int k = 0; k <= 64; ++k) {
-      const double a = 3.14159265358979323846 * k / 64, rad = kLength / 3.14159265358979323846;
-      arc.push_back(Vec3(-rad * std::cos(a), 0, z0 + rad * std::sin(a)));
-    }
-    const RodGeometry bent = MakePolylineRod(arc, kSegments);
-    std::vector<Scalar> x, q;
-    for (Index s = 0; s < kSegments; ++s) {
-      for (int c = 0; c < 3; ++c) x.push_back(bent.centers[s][c]);
-      const Quat f = bent.frames[s];
-      q.insert(q.end(), {f.w, f.x, f.y, f.z});
-    }
-    world.rod_model(cable).positions().CopyFromHost(x);
-    world.rod_model(cable).orientations().CopyFromHost(q);
+  std::vector<Vec3> arc;
+  for (int k = 0; k <= 64; ++k) {
+    const double a = 3.14159265358979323846 * k / 64, rad = kLength / 3.14159265358979323846;
+    arc.push_back(Vec3(-rad * std::cos(a), 0, z0 + rad * std::sin(a)));
   }
+  const RodGeometry bent = MakePolylineRod(arc, kSegments);
+  std::vector<Scalar> x, q;
+  for (Index s = 0; s < kSegments; ++s) {
+    for (int c = 0; c < 3; ++c) x.push_back(bent.centers[s][c]);
+    const Quat f = bent.frames[s];
+    q.insert(q.end(), {f.w, f.x, f.y, f.z});
+  }
+  world.rod_model(cable).positions().CopyFromHost(x);
+  world.rod_model(cable).orientations().CopyFromHost(q);
   auto measure = [&]() {
     const std::vector<Scalar> x = world.RodPositions(cable);
     double lowest = 1e9, mean = 0;
@@ -103,8 +90,8 @@ std::vector<Drop> Drops(double dt, bool cylinder, const std::vector<double>& tim
 // the centre of mass at 0.2 s: -0.3 mm at 10 ms, -22 mm at 0.5 ms; docs/rod.md)
 TEST(RodDrape, BentCableFreeFallMatchesAnalyticAndFineSteps) {
   const std::vector<double> times = {0.2, 1.0};
-  const std::vector<Drop> coarse = Drops(0.01, false, times);
-  const std::vector<Drop> fine = Drops(0.0005, false, times);
+  const std::vector<Drop> coarse = Drops(0.01, times);
+  const std::vector<Drop> fine = Drops(0.0005, times);
   for (std::size_t k = 0; k < times.size(); ++k) {
     const double exact = 0.5 * 9.81 * times[k] * times[k];
     std::printf("[ fall     ] t = %.1f s: centre of mass drop %.6f m (g t^2/2 = %.6f m); lowest point %.4f m at 10 ms, "
