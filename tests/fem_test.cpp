@@ -179,12 +179,16 @@ TEST(FemStiffness, RotatedStiffnessPlusGeometricTermIsTheExactHessian) {
   // G per element (GeometricStiffness), assembled densely here
   Eigen::MatrixXd g = Eigen::MatrixXd::Zero(x.size(), x.size());
   auto node = [&](const std::vector<Scalar>& p, Index i) { return Vec3(p[3 * i], p[3 * i + 1], p[3 * i + 2]); };
-  for (Index e = 0; e < mesh.num_tets(); ++e) {
+  auto element_g = [&](Index e) {
     const Index* t = mesh.tets.data() + 4 * e;
     const Mat3 dm = Mat3::FromColumns(mesh.Node(t[1]) - mesh.Node(t[0]), mesh.Node(t[2]) - mesh.Node(t[0]), mesh.Node(t[3]) - mesh.Node(t[0]));
     const Mat3 ds = Mat3::FromColumns(node(x, t[1]) - node(x, t[0]), node(x, t[2]) - node(x, t[0]), node(x, t[3]) - node(x, t[0]));
     const Mat3 bm = Inverse(dm);
-    const Mat12 ge = GeometricStiffness(ds * bm, bm, Determinant(dm) / 6, mat.Mu(), mat.Lambda());
+    return GeometricStiffness(ds * bm, bm, Determinant(dm) / 6, mat.Mu(), mat.Lambda());
+  };
+  for (Index e = 0; e < mesh.num_tets(); ++e) {
+    const Index* t = mesh.tets.data() + 4 * e;
+    const Mat12 ge = element_g(e);
     for (int a = 0; a < 4; ++a)
       for (int b = 0; b < 4; ++b)
         for (int i = 0; i < 3; ++i)
@@ -205,10 +209,7 @@ TEST(FemStiffness, RotatedStiffnessPlusGeometricTermIsTheExactHessian) {
   Eigen::MatrixXd expected = Eigen::MatrixXd::Zero(x.size(), x.size());
   for (Index e = 0; e < mesh.num_tets(); ++e) {
     const Index* t = mesh.tets.data() + 4 * e;
-    const Mat3 dm = Mat3::FromColumns(mesh.Node(t[1]) - mesh.Node(t[0]), mesh.Node(t[2]) - mesh.Node(t[0]), mesh.Node(t[3]) - mesh.Node(t[0]));
-    const Mat3 ds = Mat3::FromColumns(node(x, t[1]) - node(x, t[0]), node(x, t[2]) - node(x, t[0]), node(x, t[3]) - node(x, t[0]));
-    const Mat3 bm = Inverse(dm);
-    const Mat12 ge = GeometricStiffness(ds * bm, bm, Determinant(dm) / 6, mat.Mu(), mat.Lambda());
+    const Mat12 ge = element_g(e);
     Eigen::Matrix<double, 12, 12> dmat = Eigen::Matrix<double, 12, 12>::Zero();
     for (int i = 0; i < 12; ++i)
       for (int j = 0; j < 12; ++j) dmat(i, i) += std::fabs(ge.m[12 * i + j]);
