@@ -30,229 +30,265 @@ void Unite(std::vector<Index>* parent, Index a, Index b) {
   if (a != b) (*parent)[std::max(a, b)] = std::min(a, b);
 }
 
-}  // namespace
+// one step's view of the bodies for the correction: the base-node layout, the contact sides'
+// hosts and the velocities after the midpoint update (v_next)
+class Correction {
+ public:
+  Correction(WorldBodies* w, const std::vector<Scalar>& mass, const ContactSet& contacts, const std::vector<Scalar>& lambda,
+             const std::vector<Scalar>& vhat)
+      : w_(*w),
+        rigid_(w->rigid),
+        vn_(w->system->virtual_nodes()),
+        mass_(mass),
+        contacts_(contacts),
+        lambda_(lambda),
+        vhat_(vhat),
+        base_(static_cast<Index>(mass.size())),
+        rigid_first_(rigid_.num_bodies() > 0 ? w->RigidNode(0) : base_) {}
 
-void InelasticStage::Build(const WorldBodies& w) { mass_ = w.BaseNodeMasses(); }
+  // v_next: every base node's velocity after the update (deformable parts, then the rigid bodies'
+  // v and omega nodes), in the global node layout
+  void Gather() {
+    v_next_.assign(3 * mass_.size(), 0);
+    for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+      const std::vector<Scalar> part = w_.DeformableVelocity(d).ToHost();
+      std::copy(part.begin(), part.end(), v_next_.begin() + 3 * std::size_t(w_.system->part_offset(w_.DeformablePart(d))));
+    }
+    for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+      StoreVec3(v_next_.data(), w_.RigidNode(k), rigid_.body(k).v);
+      StoreVec3(v_next_.data(), w_.RigidNode(k) + 1, rigid_.body(k).omega);
+    }
+  }
 
-void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat) {
-  RigidModel& rigid = w->rigid;
-  const VirtualNodeSet& vn = w->system->virtual_nodes();
-  const Index base = static_cast<Index>(mass_.size());
-  const Index rigid_first = rigid.num_bodies() > 0 ? w->RigidNode(0) : base;
-  auto is_rigid = [&](Index node) { return node >= rigid_first && node < rigid_first + 2 * rigid.num_bodies(); };
-  // v_next: every base node's velocity after the update (deformable parts, then the rigid
-  // bodies' v and omega nodes), in the global node layout
-  std::vector<Scalar> v_next(3 * mass_.size(), 0);
-  for (std::size_t d = 0; d < w->num_deformable(); ++d) {
-    const std::vector<Scalar> part = w->DeformableVelocity(d).ToHost();
-    std::copy(part.begin(), part.end(), v_next.begin() + 3 * std::size_t(w->system->part_offset(w->DeformablePart(d))));
-  }
-  for (Index k = 0; k < rigid.num_bodies(); ++k) {
-    StoreVec3(v_next.data(), w->RigidNode(k), rigid.body(k).v);
-    StoreVec3(v_next.data(), w->RigidNode(k) + 1, rigid.body(k).omega);
-  }
-  // the base nodes a contact side moves with, and their 3x3 blocks J_a (a node: I; a virtual
-  // node: its hosts, eq. 14); mass-0 deformable nodes (cable rotation nodes) never carry a side
-  auto side_hosts = [&](Index node, Index* hosts, const Scalar** jac, Scalar* eye) {
-    if (node < base) {
-      hosts[0] = node;
-      jac[0] = eye;
-      return 1;
-    }
-    const Index k = node - base;
-    CONDSIM_CHECK(k < vn.size() && vn.ptr[k + 1] - vn.ptr[k] <= 8,
-                  "inelastic stage: contact node " << node << " beyond the virtual nodes or with more than 8 hosts");
-    int n = 0;
-    for (Index q = vn.ptr[k]; q < vn.ptr[k + 1]; ++q, ++n) {
-      hosts[n] = vn.host[q];
-      jac[n] = vn.jac.data() + 9 * std::size_t(q);
-    }
-    return n;
-  };
-  Scalar eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-  // components: a rigid group's bodies are one unit (their joints couple them), a deformable
-  // node another; the pressed contacts join the units they touch
-  std::vector<Index> parent(mass_.size());
-  std::iota(parent.begin(), parent.end(), Index(0));
-  for (const std::vector<Index>& group : rigid.groups())
-    for (Index b : group) {
-      Unite(&parent, w->RigidNode(group[0]), w->RigidNode(b));
-      Unite(&parent, w->RigidNode(b), w->RigidNode(b) + 1);
-    }
-  auto pressed = [&](Index m) { return lambda[3 * std::size_t(m)] > 0; };
-  Index hosts[8];
-  const Scalar* jac[8];
-  for (Index m = 0; m < contacts.size(); ++m) {
-    if (!pressed(m)) continue;
-    Index first = -1;
-    for (int side = 0; side < 2; ++side) {
-      const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
-      if (node < 0) continue;
-      const int n = side_hosts(node, hosts, jac, eye);
-      for (int q = 0; q < n; ++q) {
-        if (!(mass_[hosts[q]] > 0) && !is_rigid(hosts[q])) continue;
-        if (first < 0) first = hosts[q];
-        Unite(&parent, first, hosts[q]);
+  // components: a rigid group's bodies are one unit (their joints couple them), a deformable node
+  // another; the pressed contacts join the units they touch. Returns the pressed contacts of the
+  // components with a rigid body as (component root, contact), by root, and corrects the others
+  // (deformable nodes only) by the per-contact closed form of ApplyInelasticContacts
+  std::vector<std::pair<Index, Index>> SplitComponents() {
+    parent_.resize(mass_.size());
+    std::iota(parent_.begin(), parent_.end(), Index(0));
+    for (const std::vector<Index>& group : rigid_.groups())
+      for (Index b : group) {
+        Unite(&parent_, w_.RigidNode(group[0]), w_.RigidNode(b));
+        Unite(&parent_, w_.RigidNode(b), w_.RigidNode(b) + 1);
       }
+    for (Index m = 0; m < contacts_.size(); ++m) {
+      if (!Pressed(m)) continue;
+      Index first = -1;
+      ForEachHost(m, [&](int, Index host, const Scalar*) {
+        if (first < 0) first = host;
+        Unite(&parent_, first, host);
+      });
+    }
+    std::vector<char> rigid_root(mass_.size(), 0);
+    for (Index k = 0; k < rigid_.num_bodies(); ++k) rigid_root[Find(&parent_, w_.RigidNode(k))] = 1;
+    std::vector<Scalar> lambda_deformable = lambda_;
+    std::vector<std::pair<Index, Index>> coupled;
+    for (Index m = 0; m < contacts_.size(); ++m) {
+      if (!Pressed(m)) continue;
+      Index root = -1;
+      ForEachHost(m, [&](int, Index host, const Scalar*) {
+        if (root < 0) root = Find(&parent_, host);
+      });
+      if (root < 0 || !rigid_root[root]) continue;
+      coupled.push_back({root, m});
+      lambda_deformable[3 * std::size_t(m)] = 0;
+    }
+    ApplyInelasticContacts(contacts_, lambda_deformable, vhat_, mass_, &vn_, &v_next_);
+    std::stable_sort(coupled.begin(), coupled.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return coupled;
+  }
+
+  // the rigid components one after the other: coupled[begin, end) share a root
+  void SolveRigidComponents(const std::vector<std::pair<Index, Index>>& coupled) {
+    if (coupled.empty()) return;
+    column_.assign(mass_.size(), -1);
+    for (Index k = 0; k < rigid_.num_bodies(); ++k) iw_inv_.push_back(Inverse(rigid_.WorldInertia(k)));
+    for (std::size_t g = 0; g < rigid_.groups().size(); ++g)
+      group_roots_.push_back({Find(&parent_, w_.RigidNode(rigid_.groups()[g][0])), static_cast<Index>(g)});
+    std::sort(group_roots_.begin(), group_roots_.end());
+    for (std::size_t begin = 0; begin < coupled.size();) {
+      std::size_t end = begin;
+      while (end < coupled.size() && coupled[end].first == coupled[begin].first) ++end;
+      SolveComponent(coupled, begin, end);
+      begin = end;
     }
   }
-  // a component with a rigid body is solved as a whole below; the others (deformable nodes only)
-  // by the per-contact closed form of ApplyInelasticContacts
-  std::vector<char> rigid_root(mass_.size(), 0);
-  for (Index k = 0; k < rigid.num_bodies(); ++k) rigid_root[Find(&parent, w->RigidNode(k))] = 1;
-  auto contact_root = [&](Index m) {
+
+  // v_next back to the bodies
+  void Scatter() {
+    for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+      const auto first = v_next_.begin() + 3 * std::size_t(w_.system->part_offset(w_.DeformablePart(d)));
+      w_.DeformableVelocity(d).CopyFromHost(std::vector<Scalar>(first, first + 3 * std::size_t(w_.DeformableNodes(d))));
+    }
+    for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+      rigid_.mutable_body(k).v = LoadVec3(v_next_.data(), w_.RigidNode(k));
+      rigid_.mutable_body(k).omega = LoadVec3(v_next_.data(), w_.RigidNode(k) + 1);
+    }
+  }
+
+ private:
+  bool IsRigid(Index node) const { return node >= rigid_first_ && node < rigid_first_ + 2 * rigid_.num_bodies(); }
+  bool Pressed(Index m) const { return lambda_[3 * std::size_t(m)] > 0; }
+
+  // f(side, host, J_a) for every base node a side of contact m moves with (a node: itself with
+  // J = I; a virtual node: its hosts, eq. 14); mass-0 deformable nodes (cable rotation nodes)
+  // never carry a side
+  template <typename F>
+  void ForEachHost(Index m, F&& f) const {
+    static const Scalar kEye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     for (int side = 0; side < 2; ++side) {
-      const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
+      const Index node = side == 0 ? contacts_.node_i[m] : contacts_.node_j[m];
       if (node < 0) continue;
-      const int n = side_hosts(node, hosts, jac, eye);
-      for (int q = 0; q < n; ++q)
-        if (mass_[hosts[q]] > 0 || is_rigid(hosts[q])) return Find(&parent, hosts[q]);
+      if (node < base_) {
+        if (mass_[node] > 0 || IsRigid(node)) f(side, node, kEye);
+        continue;
+      }
+      const Index k = node - base_;
+      CONDSIM_CHECK(k < vn_.size() && vn_.ptr[k + 1] - vn_.ptr[k] <= 8,
+                    "inelastic stage: contact node " << node << " beyond the virtual nodes or with more than 8 hosts");
+      for (Index q = vn_.ptr[k]; q < vn_.ptr[k + 1]; ++q)
+        if (mass_[vn_.host[q]] > 0 || IsRigid(vn_.host[q])) f(side, vn_.host[q], vn_.jac.data() + 9 * std::size_t(q));
     }
-    return Index(-1);
-  };
-  std::vector<Scalar> lambda_deformable = lambda;
-  std::vector<std::pair<Index, Index>> coupled;  // (component root, contact) of the rigid components
-  for (Index m = 0; m < contacts.size(); ++m) {
-    if (!pressed(m)) continue;
-    const Index root = contact_root(m);
-    if (root < 0 || !rigid_root[root]) continue;
-    coupled.push_back({root, m});
-    lambda_deformable[3 * std::size_t(m)] = 0;
   }
-  ApplyInelasticContacts(contacts, lambda_deformable, vhat, mass_, &vn, &v_next);
-  std::stable_sort(coupled.begin(), coupled.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  // per rigid component: C dv = C (v-hat - v_next) along every pressed contact's corrected axes
+
+  // a column block for a base node (a rigid body: its v and omega nodes, 6 columns)
+  void AddColumn(Index node) {
+    if (column_[node] >= 0) return;
+    if (IsRigid(node)) {
+      const Index t = node - (node - rigid_first_) % 2;
+      column_[t] = dim_;
+      column_[t + 1] = dim_ + 3;
+      blocks_.push_back(t);
+      dim_ += 6;
+    } else {
+      column_[node] = dim_;
+      blocks_.push_back(node);
+      dim_ += 3;
+    }
+  }
+
+  // M^-1 c on one node: 1/m on a deformable node and a body's v node, I_w^-1 on its omega node
+  Eigen::Vector3d MinvTimes(Index node, const Vec3& c) const {
+    Vec3 r;
+    if (!IsRigid(node)) {
+      r = (1 / mass_[node]) * c;
+    } else {
+      const Index b = (node - rigid_first_) / 2;
+      r = (node - rigid_first_) % 2 == 0 ? (1 / rigid_.body(b).mass) * c : iw_inv_[b] * c;
+    }
+    return Eigen::Vector3d(r[0], r[1], r[2]);
+  }
+
+  // one rigid component: C dv = C (v-hat - v_next) along every pressed contact's corrected axes
   // (the relative velocity of its two sides), joint rows C_j dv = 0; the least kinetic-energy
   // change (Gauss's principle of least constraint, Gauss 1829) dv = M^-1 C^T y with
   // (C M^-1 C^T) y = d, by a complete orthogonal decomposition (dependent rows, e.g. four corners
   // of a box, in the least-squares sense). A contact row puts equal and opposite impulses on its
   // two sides (the weights of a side sum to 1): the total linear momentum is kept
-  std::vector<Index> column(mass_.size(), -1);
-  std::vector<Mat3> iw_inv;
-  if (!coupled.empty())
-    for (Index k = 0; k < rigid.num_bodies(); ++k) iw_inv.push_back(Inverse(rigid.WorldInertia(k)));
-  // (component root, rigid group) of every group, by root
-  std::vector<std::pair<Index, Index>> group_roots;
-  if (!coupled.empty())
-    for (std::size_t g = 0; g < rigid.groups().size(); ++g)
-      group_roots.push_back({Find(&parent, w->RigidNode(rigid.groups()[g][0])), static_cast<Index>(g)});
-  std::sort(group_roots.begin(), group_roots.end());
-  std::vector<Index> blocks;  // first base node of each column block (a body: 2 nodes; else 1)
-  std::vector<std::vector<RowTerm>> rows;
-  std::vector<Scalar> targets;
-  std::vector<JointRow> jrows;
-  for (std::size_t begin = 0; begin < coupled.size();) {
-    std::size_t end = begin;
-    while (end < coupled.size() && coupled[end].first == coupled[begin].first) ++end;
-    rows.clear();
-    targets.clear();
-    blocks.clear();
-    Index dim = 0;
-    auto add_column = [&](Index node) {
-      if (column[node] >= 0) return;
-      if (is_rigid(node)) {
-        const Index t = node - (node - rigid_first) % 2;
-        column[t] = dim;
-        column[t + 1] = dim + 3;
-        blocks.push_back(t);
-        dim += 6;
-      } else {
-        column[node] = dim;
-        blocks.push_back(node);
-        dim += 3;
-      }
-    };
+  void SolveComponent(const std::vector<std::pair<Index, Index>>& coupled, std::size_t begin, std::size_t end) {
+    rows_.clear();
+    targets_.clear();
+    blocks_.clear();
+    dim_ = 0;
     // every body of the component's rigid groups (their joints join the rows)
-    const auto groups = std::equal_range(group_roots.begin(), group_roots.end(), std::make_pair(coupled[begin].first, Index(-1)),
+    const auto groups = std::equal_range(group_roots_.begin(), group_roots_.end(), std::make_pair(coupled[begin].first, Index(-1)),
                                          [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto it = groups.first; it != groups.second; ++it)
-      for (Index b : rigid.groups()[it->second]) add_column(w->RigidNode(b));
-    for (std::size_t e = begin; e < end; ++e) {
-      const Index m = coupled[e].second;
-      const Mat3 r = contacts.Frame(m);
-      const int axes = IsSticking(contacts, lambda, m) ? 3 : 1;
-      for (int a = 0; a < axes; ++a) {
-        const Vec3 d = r.Row(a);
-        std::vector<RowTerm> row;
-        Scalar target = 0;
-        for (int side = 0; side < 2; ++side) {
-          const Index node = side == 0 ? contacts.node_i[m] : contacts.node_j[m];
-          if (node < 0) continue;
-          const Scalar sign = side == 0 ? 1 : -1;
-          const int n = side_hosts(node, hosts, jac, eye);
-          for (int q = 0; q < n; ++q) {
-            if (!(mass_[hosts[q]] > 0) && !is_rigid(hosts[q])) continue;
-            // c = s J_a^T d
-            const Scalar* j = jac[q];
-            const Vec3 c = sign * Vec3(j[0] * d[0] + j[3] * d[1] + j[6] * d[2], j[1] * d[0] + j[4] * d[1] + j[7] * d[2],
-                                       j[2] * d[0] + j[5] * d[1] + j[8] * d[2]);
-            add_column(hosts[q]);
-            row.push_back({hosts[q], c});
-            target += Dot(c, LoadVec3(vhat.data(), hosts[q]) - LoadVec3(v_next.data(), hosts[q]));
-          }
-        }
-        rows.push_back(std::move(row));
-        targets.push_back(target);
-      }
-    }
-    for (auto it = groups.first; it != groups.second; ++it)
-      for (Index j = 0; j < rigid.num_joints(); ++j) {
-        const Index g = it->second;
-        const JointState& js = rigid.joint(j);
-        if (!std::binary_search(rigid.groups()[g].begin(), rigid.groups()[g].end(), js.body_i)) continue;
-        jrows.clear();
-        rigid.ConstraintRows(j, w->params.dt, &jrows);
-        for (const JointRow& jr : jrows) {
-          std::vector<RowTerm> row;
-          for (int p = 0; p < 4; ++p) {
-            const Index body = p < 2 ? js.body_i : js.body_j;
-            if (body >= 0) row.push_back({w->RigidNode(body) + p % 2, jr.g[p]});
-          }
-          rows.push_back(std::move(row));
-          targets.push_back(0);
-        }
-      }
-    // M^-1 c on one node: 1/m on a deformable node and a body's v node, I_w^-1 on its omega node
-    auto node_minv = [&](Index node, const Vec3& c) {
-      Vec3 r;
-      if (!is_rigid(node)) {
-        r = (1 / mass_[node]) * c;
-      } else {
-        const Index b = (node - rigid_first) / 2;
-        r = (node - rigid_first) % 2 == 0 ? (1 / rigid.body(b).mass) * c : iw_inv[b] * c;
-      }
-      return Eigen::Vector3d(r[0], r[1], r[2]);
-    };
-    const Index nrows = static_cast<Index>(rows.size());
+      for (Index b : rigid_.groups()[it->second]) AddColumn(w_.RigidNode(b));
+    for (std::size_t e = begin; e < end; ++e) AddContactRows(coupled[e].second);
+    for (auto it = groups.first; it != groups.second; ++it) AddJointRows(it->second);
+    const Index nrows = static_cast<Index>(rows_.size());
     // W = M^-1 C^T (dim x rows), S = C W
-    Eigen::MatrixXd wmat = Eigen::MatrixXd::Zero(dim, nrows);
+    Eigen::MatrixXd wmat = Eigen::MatrixXd::Zero(dim_, nrows);
     for (Index i = 0; i < nrows; ++i)
-      for (const RowTerm& t : rows[i]) wmat.block<3, 1>(column[t.node], i) += node_minv(t.node, t.c);
+      for (const RowTerm& t : rows_[i]) wmat.block<3, 1>(column_[t.node], i) += MinvTimes(t.node, t.c);
     Eigen::MatrixXd s = Eigen::MatrixXd::Zero(nrows, nrows);
     for (Index i = 0; i < nrows; ++i)
-      for (const RowTerm& t : rows[i])
-        s.row(i) += Eigen::Vector3d(t.c[0], t.c[1], t.c[2]).transpose() * wmat.block(column[t.node], 0, 3, nrows);
-    const Eigen::VectorXd rhs = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>(targets.data(), nrows).template cast<double>();
+      for (const RowTerm& t : rows_[i])
+        s.row(i) += Eigen::Vector3d(t.c[0], t.c[1], t.c[2]).transpose() * wmat.block(column_[t.node], 0, 3, nrows);
+    const Eigen::VectorXd rhs = Eigen::Map<const Eigen::Matrix<Scalar, Eigen::Dynamic, 1>>(targets_.data(), nrows).template cast<double>();
     const Eigen::VectorXd y = s.completeOrthogonalDecomposition().solve(rhs);
     const Eigen::VectorXd dv = wmat * y;
-    for (Index t : blocks) {
-      const int nodes = is_rigid(t) ? 2 : 1;
+    for (Index t : blocks_) {
+      const int nodes = IsRigid(t) ? 2 : 1;
       for (int q = 0; q < nodes; ++q) {
-        const Index c = column[t + q];
-        AddVec3(v_next.data(), t + q, Vec3(dv[c], dv[c + 1], dv[c + 2]));
-        column[t + q] = -1;
+        const Index c = column_[t + q];
+        AddVec3(v_next_.data(), t + q, Vec3(dv[c], dv[c + 1], dv[c + 2]));
+        column_[t + q] = -1;
       }
     }
-    begin = end;
   }
-  for (std::size_t d = 0; d < w->num_deformable(); ++d) {
-    const auto first = v_next.begin() + 3 * std::size_t(w->system->part_offset(w->DeformablePart(d)));
-    w->DeformableVelocity(d).CopyFromHost(std::vector<Scalar>(first, first + 3 * std::size_t(w->DeformableNodes(d))));
+
+  // contact m's rows: its normal, and its tangents when it sticks; c = s J_a^T d per host
+  void AddContactRows(Index m) {
+    const Mat3 r = contacts_.Frame(m);
+    const int axes = IsSticking(contacts_, lambda_, m) ? 3 : 1;
+    for (int a = 0; a < axes; ++a) {
+      const Vec3 d = r.Row(a);
+      std::vector<RowTerm> row;
+      Scalar target = 0;
+      ForEachHost(m, [&](int side, Index host, const Scalar* j) {
+        const Scalar sign = side == 0 ? 1 : -1;
+        const Vec3 c = sign * Vec3(j[0] * d[0] + j[3] * d[1] + j[6] * d[2], j[1] * d[0] + j[4] * d[1] + j[7] * d[2],
+                                   j[2] * d[0] + j[5] * d[1] + j[8] * d[2]);
+        AddColumn(host);
+        row.push_back({host, c});
+        target += Dot(c, LoadVec3(vhat_.data(), host) - LoadVec3(v_next_.data(), host));
+      });
+      rows_.push_back(std::move(row));
+      targets_.push_back(target);
+    }
   }
-  for (Index k = 0; k < rigid.num_bodies(); ++k) {
-    rigid.mutable_body(k).v = LoadVec3(v_next.data(), w->RigidNode(k));
-    rigid.mutable_body(k).omega = LoadVec3(v_next.data(), w->RigidNode(k) + 1);
+
+  // the constraint rows of rigid group g's joints, target 0 (their relative velocities kept)
+  void AddJointRows(Index g) {
+    for (Index j = 0; j < rigid_.num_joints(); ++j) {
+      const JointState& js = rigid_.joint(j);
+      if (!std::binary_search(rigid_.groups()[g].begin(), rigid_.groups()[g].end(), js.body_i)) continue;
+      jrows_.clear();
+      rigid_.ConstraintRows(j, w_.params.dt, &jrows_);
+      for (const JointRow& jr : jrows_) {
+        std::vector<RowTerm> row;
+        for (int p = 0; p < 4; ++p) {
+          const Index body = p < 2 ? js.body_i : js.body_j;
+          if (body >= 0) row.push_back({w_.RigidNode(body) + p % 2, jr.g[p]});
+        }
+        rows_.push_back(std::move(row));
+        targets_.push_back(0);
+      }
+    }
   }
+
+  WorldBodies& w_;
+  RigidModel& rigid_;
+  const VirtualNodeSet& vn_;
+  const std::vector<Scalar>& mass_;
+  const ContactSet& contacts_;
+  const std::vector<Scalar>& lambda_;
+  const std::vector<Scalar>& vhat_;
+  const Index base_, rigid_first_;
+  std::vector<Scalar> v_next_;
+  std::vector<Index> parent_;                         // union-find over the base nodes
+  std::vector<std::pair<Index, Index>> group_roots_;  // (component root, rigid group), by root
+  std::vector<Mat3> iw_inv_;                          // per rigid body: world inertia inverse
+  // the component being solved: its column blocks (first base node each), rows and targets
+  std::vector<Index> column_, blocks_;
+  Index dim_ = 0;
+  std::vector<std::vector<RowTerm>> rows_;
+  std::vector<Scalar> targets_;
+  std::vector<JointRow> jrows_;
+};
+
+}  // namespace
+
+void InelasticStage::Build(const WorldBodies& w) { mass_ = w.BaseNodeMasses(); }
+
+void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat) {
+  Correction c(w, mass_, contacts, lambda, vhat);
+  c.Gather();
+  c.SolveRigidComponents(c.SplitComponents());
+  c.Scatter();
 }
 
 }  // namespace condsim
