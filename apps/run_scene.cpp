@@ -282,7 +282,8 @@ int RunSceneFile(const Args& args) {
     if (!st.cond.converged) {
       if (t.not_converged.count == 0 && !o.quiet)
         std::cerr << "condsim run: warning: step " << t.done - 1 << ": the solve stopped at max_iterations with residual "
-                  << st.cond.residual << " m/s and momentum error " << st.cond.momentum_error << " m/s (theta_th "
+                  << st.cond.residual << " m/s and momentum error "
+                  << (st.cond.momentum_error >= 0 ? std::to_string(st.cond.momentum_error) + " m/s" : std::string("not checked")) << " (theta_th "
                   << scene.world.cond.theta_threshold << ", momentum_factor " << scene.world.cond.momentum_factor
                   << "); counted in summary.json health\n";
       t.not_converged.Add(t.done - 1);

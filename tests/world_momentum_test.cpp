@@ -4,7 +4,7 @@
 // cable segment centres): the contact impulses of the solve (eq. 9) and of the inelastic
 // correction are equal and opposite on the two sides, so it holds to the solver's tolerance
 // (theta_th 1e-10); tolerance 1e-6 relative over the whole impact. Angular momentum about the
-// origin is checked where the sides are rigid bodies and FEM nodes (see AngularMomentum).
+// origin: to 1e-9 between rigid bodies; with an FEM body to kFemAngularTol.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +15,10 @@
 namespace condsim {
 namespace {
 
+// with an FEM body the angular momentum is kept only to the FEM step's accuracy: its deformation
+// rates are linearized at x_k (docs/fem.md), and a node and the point it touches on a triangle
+// are apart (measured 1.0-2.4 %)
+constexpr double kFemAngularTol = 0.03;
 constexpr int kSteps = 40;  // 0.4 s at dt = 10 ms: approach, impact and separation
 
 WorldParams Params() {
@@ -152,6 +156,7 @@ TEST(WorldMomentum, RigidFem) {
   std::printf("rigid-fem: linear %.3g angular %.3g contact steps %d\n", d.linear, d.angular, int(d.contact_steps));
   EXPECT_GT(d.contact_steps, 0);
   EXPECT_LT(d.linear, kLinearTol);
+  EXPECT_LT(d.angular, kFemAngularTol);
 }
 
 // a rigid group (a sphere hinged to a box behind it, both at 1 m/s) into the FEM cube: the joint's
@@ -178,6 +183,7 @@ TEST(WorldMomentum, HingedRigidPairFem) {
   std::printf("hinged rigid pair-fem: linear %.3g angular %.3g contact steps %d\n", d.linear, d.angular, int(d.contact_steps));
   EXPECT_GT(d.contact_steps, 0);
   EXPECT_LT(d.linear, kLinearTol);
+  EXPECT_LT(d.angular, kFemAngularTol);
 }
 
 TEST(WorldMomentum, RigidCable) {
@@ -203,6 +209,7 @@ TEST(WorldMomentum, FemFem) {
   std::printf("fem-fem: linear %.3g angular %.3g contact steps %d\n", d.linear, d.angular, int(d.contact_steps));
   EXPECT_GT(d.contact_steps, 0);
   EXPECT_LT(d.linear, kLinearTol);
+  EXPECT_LT(d.angular, kFemAngularTol);
 }
 
 TEST(WorldMomentum, FemCable) {

@@ -78,7 +78,7 @@ struct CondParams {
 struct CondStats {
   int iterations = 0;                 // iterations of the slowest environment
   double residual = 0;                // largest final theta over environments [m/s]
-  double momentum_error = 0;          // largest last theta_p (kMomentum) [m/s]
+  double momentum_error = -1;         // largest last theta_p (kMomentum) [m/s]; -1: not checked
   bool converged = false;             // every environment passed the stop rule (theta, theta_p)
   std::vector<int> env_iterations;
   std::vector<double> env_residual;

@@ -26,6 +26,8 @@ void SolveStage::Build(const WorldBodies& w) {
   std::vector<Index> body_start;
   for (std::size_t d = 0; d < w.num_deformable(); ++d) body_start.push_back(w.system->part_offset(w.DeformablePart(d)));
   std::sort(body_start.begin(), body_start.end());
+  // no FEM body: no check (theta alone, at no cost)
+  if (std::none_of(mass_diag.begin(), mass_diag.end(), [](Scalar m) { return m > 0; })) mass_diag.clear();
   solver_->SetMassDiagonal(mass_diag, body_start);
   if (w.rods.empty()) return;
   std::vector<Index> chain_ptr{0}, chain_nodes;
