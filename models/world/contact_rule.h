@@ -37,12 +37,10 @@ Friction MixFriction(const ContactSide& a, const ContactSide& b);
 // the reach rule above: false when the pair is too far apart to touch within the step
 inline bool InReach(Scalar gap, const Vec3& v_rel, Scalar dt, Scalar margin) { return !(gap > Norm(v_rel) * dt + margin); }
 
-// per contact: owner info for the records, the virtual node's rigid body (or -1) per side
+// per contact: owner info for the records
 struct ContactMeta {
   Vec3 position;
   Index body_i, body_j, shape;
-  Index rigid_i, rigid_j;  // rigid body of a virtual-node side, else -1
-  Vec3 arm_i, arm_j;       // contact point - centre of mass on those sides
   Index mesh = -1;
 };
 

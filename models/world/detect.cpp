@@ -83,7 +83,7 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
         const Vec3 c = p - s.radius * prox.normal;
         const Index node = nodes->RigidPoint(w, k, c);
         out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
-                 {c, id, -1, Index(si), k, -1, c - body.x, Vec3()});
+                 {c, id, -1, Index(si)});
       }
       // against the other rigid bodies' analytic shapes (mesh bodies: through the detector)
       for (Index k2 = 0; k2 < w.rigid.num_bodies(); ++k2) {
@@ -97,7 +97,7 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
         const Index ni = nodes->RigidPoint(w, k, c), nj = nodes->RigidPoint(w, k2, prox.point);
         const Index id2 = w.BodyId(BodyKind::kRigid, k2);
         out->Add(ni, nj, ContactFrame(prox.normal), gap, MixFriction(side, BodySide(BodyKind::kRigid, id2, other.mu1)),
-                 {c, id, id2, -1, k, k2, c - body.x, prox.point - other.x});
+                 {c, id, id2, -1});
       }
     }
   }
@@ -113,7 +113,7 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, 
     const Scalar gap = prox.distance - radius;
     if (!InReach(gap, vp, dt, margin)) continue;
     out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
-             {p - radius * prox.normal, side.body, -1, Index(si), -1, -1, Vec3(), Vec3()});
+             {p - radius * prox.normal, side.body, -1, Index(si)});
   }
   // D-contacts with the rigid bodies' analytic shapes
   for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
@@ -126,7 +126,7 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, 
     const Index nj = nodes->RigidPoint(w, k, prox.point);
     const Index id = w.BodyId(BodyKind::kRigid, k);
     out->Add(node, nj, ContactFrame(prox.normal), gap, MixFriction(side, BodySide(BodyKind::kRigid, id, other.mu1)),
-             {p - radius * prox.normal, side.body, id, -1, -1, k, Vec3(), prox.point - other.x});
+             {p - radius * prox.normal, side.body, id, -1});
   }
 }
 
@@ -186,7 +186,7 @@ void DetectStage::CableLinks(const WorldBodies& w, std::size_t a, std::size_t b,
       const Index hp[2] = {off_a + 2 * s, off_a + 2 * s + 2}, hq[2] = {off_b + 2 * u, off_b + 2 * u + 2};
       const Scalar wp[2] = {1 - st.s, st.s}, wq[2] = {1 - st.t, st.t};
       const Index ni = nodes->Barycentric(w, 2, hp, wp), nj = nodes->Barycentric(w, 2, hq, wq);
-      out->Add(ni, nj, ContactFrame(n), gap, mu, {pp - ra * n, side_a.body, side_b.body, -1, -1, -1, Vec3(), Vec3()});
+      out->Add(ni, nj, ContactFrame(n), gap, mu, {pp - ra * n, side_a.body, side_b.body, -1});
     }
   }
 }

@@ -160,8 +160,7 @@ void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vect
     // the query's side: an FEM node, a cable centre node, or a rigid virtual node at p - r n
     const BodyKind kind = q_kind_[q];
     const Index qb = q_body_[q], ql = q_local_[q], body_i = w.BodyId(kind, qb);
-    Index node_i = -1, rigid_i = -1;
-    Vec3 arm_i;
+    Index node_i = -1;
     ContactSide side_i;
     if (kind == BodyKind::kFem) {
       node_i = w.system->part_offset(w.fem[qb]->part) + ql;
@@ -170,7 +169,6 @@ void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vect
       node_i = w.system->part_offset(w.rods[qb]->part) + 2 * ql;
       side_i = BodySide(kind, body_i, w.rods[qb]->mu);
     } else {
-      rigid_i = qb;
       side_i = BodySide(kind, body_i, w.rigid.body(qb).mu1);
     }
     // contact point on the triangle, and the query's point
@@ -188,19 +186,15 @@ void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vect
     const Scalar radius = detector_->scene().radius[q];
     const Vec3 pos = qpt + (gap + radius) * n;  // the query point p
     const Vec3 contact = pos - radius * n;
-    if (kind == BodyKind::kRigid) {
-      arm_i = contact - w.rigid.body(qb).x;
-      node_i = nodes->RigidPoint(w, qb, contact);
-    }
+    if (kind == BodyKind::kRigid) node_i = nodes->RigidPoint(w, qb, contact);
     const Mat3 frame = ContactFrame(n);
     if (tkind == BodyKind::kRigid) {
       // D-contact with a rigid virtual node at the closest point of the body's mesh
       const RigidBody& other = w.rigid.body(tb);
       const Index body_j = w.BodyId(BodyKind::kRigid, tb);
-      const Vec3 arm_j = qpt - other.x;
       const Index node_j = nodes->RigidPoint(w, tb, qpt);
       out->Add(node_i, node_j, frame, gap, MixFriction(side_i, BodySide(tkind, body_j, other.mu1)),
-               {contact, body_i, body_j, -1, rigid_i, tb, arm_i, arm_j});
+               {contact, body_i, body_j, -1});
     } else if (tkind == BodyKind::kFem) {
       // D-contact with a barycentric virtual node on the FEM triangle
       const Index off = w.system->part_offset(w.fem[tb]->part);
@@ -209,11 +203,11 @@ void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vect
       const Index node_j = nodes->Barycentric(w, 3, hosts, weights);
       const Index body_j = w.BodyId(BodyKind::kFem, tb);
       out->Add(node_i, node_j, frame, gap, MixFriction(side_i, BodySide(tkind, body_j, w.fem[tb]->mu)),
-               {contact, body_i, body_j, -1, rigid_i, -1, arm_i, Vec3()});
+               {contact, body_i, body_j, -1});
     } else {
       // S-contact against the static mesh
       const StaticMesh& m = w.meshes[tb];
-      ContactMeta meta{contact, body_i, -1, -1, rigid_i, -1, arm_i, Vec3()};
+      ContactMeta meta{contact, body_i, -1, -1};
       meta.mesh = tb;
       out->Add(node_i, -1, frame, gap, MixFriction(side_i, StaticSide(m.mu, m.mu)), meta);
     }
