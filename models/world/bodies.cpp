@@ -26,9 +26,9 @@ Scalar DepthLimit(const Scalar* x, const std::vector<Index>& tri) {
 }
 
 Index WorldBodies::BodyId(BodyKind kind, Index k) const {
-  for (std::size_t b = 0; b < ids.size(); ++b)
-    if (ids[b].first == kind && ids[b].second == k) return static_cast<Index>(b);
-  return -1;
+  if (kind == BodyKind::kStatic) return -1;
+  const std::vector<Index>& l = kind_ids[int(kind)];
+  return k >= 0 && std::size_t(k) < l.size() ? l[std::size_t(k)] : -1;
 }
 
 void WorldBodies::CheckBody(Index body, BodyKind kind) const {

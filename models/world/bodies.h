@@ -105,12 +105,22 @@ struct WorldBodies {
   std::vector<std::unique_ptr<FemBody>> fem;
   std::vector<std::unique_ptr<RodBody>> rods;
   std::vector<std::pair<BodyKind, Index>> ids;     // per body id: its kind and index in the kind
+  std::vector<Index> kind_ids[3];                  // per kind (rigid, FEM, rod): the body id of its k-th body
+  // environments: per body id, static shape and static mesh its environment; the first body id of
+  // each environment; per environment whether it failed (frozen, World::set_isolate_failures)
+  std::vector<Index> body_env, static_env, mesh_env;
+  std::vector<Index> env_first_body{0};
+  std::vector<unsigned char> env_failed;
   std::vector<Scalar> rigid_wrench;                // 6 per rigid body, or empty
   std::vector<Scalar> rigid_vhat_prev;             // the last step's v-hat of the rigid bodies
   std::unique_ptr<SystemMatrix> system;
   Index rigid_part = -1;
   Array<Scalar> v;                                 // the global velocity (all parts, virtual nodes)
 
+  Index num_envs() const { return static_cast<Index>(env_first_body.size()); }
+  Index current_env() const { return num_envs() - 1; }
+  // the environment of the k-th body of a kind
+  Index Env(BodyKind kind, Index k) const { return body_env[std::size_t(BodyId(kind, k))]; }
   // the body id of the k-th body of a kind, or -1
   Index BodyId(BodyKind kind, Index k) const;
   // throws unless body is a body of this kind

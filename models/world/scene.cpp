@@ -2,6 +2,10 @@
 #include "models/world/scene.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+
+#include "condsim/error.h"
 
 namespace condsim {
 
@@ -95,10 +99,14 @@ std::vector<Scalar> RodForces(const SceneRod& r) {
   return out;
 }
 
-SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
-  SceneWorld out;
-  out.world = std::make_unique<World>(backend, scene.world);
+namespace {
+
+// the scene's items added to the world's current environment
+void AddScene(const Scene& scene, SceneWorld* sw) {
+  SceneWorld& out = *sw;
   World& w = *out.world;
+  out.env = w.num_envs() - 1;
+  out.first_body = w.num_bodies();
   for (const StaticShape& s : scene.statics) w.AddStatic(s);
   for (const SceneMesh& m : scene.meshes) w.AddStaticMesh(m.mesh, m.mu, m.name);
   for (const SceneRigid& r : scene.rigid) out.rigid_ids.push_back(w.AddRigid(r.body));
@@ -141,6 +149,54 @@ SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
   }
   for (std::size_t k = 0; k < scene.joints.size(); ++k)
     if (scene.joints[k].driven) w.SetJointDrive(joint_ids[k], scene.joints[k].drive);
+}
+
+// the first /world parameter in which b differs from a ("" when none does)
+std::string ParamsDiffer(const WorldParams& a, const WorldParams& b) {
+  const CondParams &x = a.cond, &y = b.cond;
+  const std::pair<const char*, bool> fields[] = {
+      {"dt", a.dt != b.dt},
+      {"gravity", !(a.gravity[0] == b.gravity[0] && a.gravity[1] == b.gravity[1] && a.gravity[2] == b.gravity[2])},
+      {"kv", a.kv != b.kv},
+      {"contact_margin", a.contact_margin != b.contact_margin},
+      {"inelastic", a.inelastic != b.inelastic},
+      {"warm_start", a.warm_start != b.warm_start},
+      {"health", a.health.max_speed != b.health.max_speed || a.health.max_distance != b.health.max_distance ||
+                     a.health.max_energy_growth != b.health.max_energy_growth},
+      {"solver", x.projection != y.projection || x.step_size != y.step_size || x.w_reuse_solves != y.w_reuse_solves ||
+                     x.w_safeguard != y.w_safeguard || x.theta_threshold != y.theta_threshold || x.stop_rule != y.stop_rule ||
+                     x.momentum_factor != y.momentum_factor || x.max_iterations != y.max_iterations || x.chebyshev != y.chebyshev ||
+                     x.chebyshev_start != y.chebyshev_start || x.chebyshev_relax != y.chebyshev_relax || x.omega != y.omega ||
+                     x.body_modes != y.body_modes || x.free_body_modes != y.free_body_modes ||
+                     x.body_mode_patches != y.body_mode_patches || x.rigid_sweeps != y.rigid_sweeps},
+  };
+  for (const auto& [name, differs] : fields)
+    if (differs) return name;
+  return "";
+}
+
+}  // namespace
+
+SceneWorld BuildWorld(const Scene& scene, Backend* backend) {
+  SceneWorld out;
+  out.world = std::make_shared<World>(backend, scene.world);
+  AddScene(scene, &out);
+  return out;
+}
+
+std::vector<SceneWorld> BuildBatch(const std::vector<Scene>& scenes, Backend* backend) {
+  CONDSIM_CHECK(!scenes.empty(), "batch: no scenes");
+  auto world = std::make_shared<World>(backend, scenes[0].world);
+  std::vector<SceneWorld> out(scenes.size());
+  for (std::size_t e = 0; e < scenes.size(); ++e) {
+    const std::string differs = ParamsDiffer(scenes[0].world, scenes[e].world);
+    CONDSIM_CHECK(differs.empty(), scenes[e].source << ": environment " << e << " of a batch has other /world/" << differs
+                                                    << " than environment 0 (the environments of a batch share the world's parameters; "
+                                                       "randomize bodies, materials and drives, not /world)");
+    if (e > 0) world->AddEnvironment();
+    out[e].world = world;
+    AddScene(scenes[e], &out[e]);
+  }
   return out;
 }
 

@@ -141,15 +141,22 @@ struct Scene {
   std::uint64_t seed = 0;
 };
 
-// a world built from a scene, with the ids of its bodies in scene order
+// a world built from a scene, with the ids of its bodies in scene order; in a batch
+// (BuildBatch), environment `env` of a world the environments share
 struct SceneWorld {
-  std::unique_ptr<World> world;
+  std::shared_ptr<World> world;
+  Index env = 0;         // its environment in the world
+  Index first_body = 0;  // its first body id (a body's id within the scene: id - first_body)
   std::vector<Index> rigid_ids, fem_ids, rod_ids;
   std::vector<Gripper> grippers;
   std::vector<Vec3> end_offset;  // per rod end drive: the end's position in the first pose's frame
   std::vector<Quat> end_rotation;  // and its orientation there
 };
 SceneWorld BuildWorld(const Scene& scene, Backend* backend);
+// one world with environment e built from scenes[e] (a batch: the same scene file with different
+// seeds); every scene must have the same /world parameters (an error names the first that
+// differs). Environment e alone (BuildWorld(scenes[e])) steps bitwise identically.
+std::vector<SceneWorld> BuildBatch(const std::vector<Scene>& scenes, Backend* backend);
 // an FEM body's initial nodal velocities (3 per node): f.velocity + f.angular_velocity x (x_i - c),
 // c the mesh's centre of volume
 std::vector<Scalar> RigidVelocityField(const SceneFem& f);

@@ -18,10 +18,59 @@ World::World(Backend* backend, const WorldParams& params) {
 
 World::~World() = default;
 
+Index World::AddEnvironment() {
+  CONDSIM_CHECK(!finalized_, "world: environments must be added before the first step");
+  w_.env_first_body.push_back(num_bodies());
+  return w_.current_env();
+}
+
+Index World::environment(Index body) const {
+  CONDSIM_CHECK(body >= 0 && std::size_t(body) < w_.ids.size(), "world: body " << body << " does not exist");
+  return w_.body_env[std::size_t(body)];
+}
+
+Index World::first_body(Index env) const {
+  CONDSIM_CHECK(env >= 0 && env < num_envs(), "world: environment " << env << " does not exist (" << num_envs() << " environments)");
+  return w_.env_first_body[std::size_t(env)];
+}
+
+bool World::env_failed(Index env) const {
+  CONDSIM_CHECK(env >= 0 && env < num_envs(), "world: environment " << env << " does not exist (" << num_envs() << " environments)");
+  return std::size_t(env) < w_.env_failed.size() && w_.env_failed[std::size_t(env)] != 0;
+}
+
+StepStats EnvironmentStats(const StepStats& stats, Index env) {
+  CONDSIM_CHECK(env >= 0 && std::size_t(env) < stats.envs.size(), "EnvironmentStats: environment " << env << " is not in the step's statistics");
+  const EnvStepStats& e = stats.envs[std::size_t(env)];
+  StepStats out = stats;
+  out.envs.clear();
+  out.cond.iterations = e.iterations;
+  out.cond.residual = e.residual;
+  out.cond.momentum_error = e.momentum_error;
+  out.cond.converged = e.converged;
+  out.cond.env_iterations = {e.iterations};
+  out.cond.env_residual = {e.residual};
+  out.cond.env_momentum_error = {e.momentum_error};
+  out.cond.failed_envs.clear();
+  if (e.failed) out.cond.failed_envs.push_back(0);
+  out.cond.num_contacts = e.contacts;
+  out.contacts = e.contacts;
+  out.max_penetration = e.max_penetration;
+  out.health = e.health;
+  return out;
+}
+
+void World::AddBodyId(BodyKind kind, Index k) {
+  w_.kind_ids[int(kind)].push_back(num_bodies());
+  w_.ids.push_back({kind, k});
+  w_.body_env.push_back(w_.current_env());
+}
+
 Index World::AddStatic(const StaticShape& shape) {
   CONDSIM_CHECK(!finalized_, "world: shapes must be added before the first step");
   shape.Validate("static shape " + std::to_string(w_.statics.size()));
   w_.statics.push_back(shape);
+  w_.static_env.push_back(w_.current_env());
   return static_cast<Index>(w_.statics.size()) - 1;
 }
 
@@ -47,13 +96,14 @@ Index World::AddStaticMesh(const SurfaceMesh& mesh, Scalar mu, const std::string
   }
   m.depth_limit = DepthLimit(m.x.data(), m.tri);
   w_.meshes.push_back(std::move(m));
+  w_.mesh_env.push_back(w_.current_env());
   return static_cast<Index>(w_.meshes.size()) - 1;
 }
 
 Index World::AddRigid(const RigidBody& body) {
   CONDSIM_CHECK(!finalized_, "world: bodies must be added before the first step");
   body.Validate("rigid body " + std::to_string(w_.ids.size()));
-  w_.ids.push_back({BodyKind::kRigid, static_cast<Index>(w_.rigid_init.size())});
+  AddBodyId(BodyKind::kRigid, static_cast<Index>(w_.rigid_init.size()));
   w_.rigid_init.push_back(body);
   if (!w_.rigid_wrench.empty()) w_.rigid_wrench.resize(6 * w_.rigid_init.size(), 0);
   return static_cast<Index>(w_.ids.size()) - 1;
@@ -67,6 +117,8 @@ Index World::AddJoint(const Joint& joint) {
   j.body_i = w_.ids[joint.body_i].second;
   if (joint.body_j >= 0) {
     w_.CheckBody(joint.body_j, BodyKind::kRigid);
+    CONDSIM_CHECK(w_.body_env[joint.body_i] == w_.body_env[joint.body_j],
+                  where << ": bodies " << joint.body_i << " and " << joint.body_j << " are in different environments");
     j.body_j = w_.ids[joint.body_j].second;
   } else {
     j.body_j = -1;
@@ -139,7 +191,7 @@ Index World::AddFem(const TetMesh& mesh, const FemMaterial& material, const std:
     body->adj_ptr.push_back(static_cast<Index>(body->adj.size()));
   }
   body->depth_limit = DepthLimit(mesh.x.data(), body->tris);
-  w_.ids.push_back({BodyKind::kFem, static_cast<Index>(w_.fem.size())});
+  AddBodyId(BodyKind::kFem, static_cast<Index>(w_.fem.size()));
   w_.fem.push_back(std::move(body));
   return static_cast<Index>(w_.ids.size()) - 1;
 }
@@ -159,7 +211,7 @@ Index World::AddRod(const RodGeometry& geometry, const RodMaterial& material, co
   body->b = Array<Scalar>(backend, dofs);
   body->vhat = Array<Scalar>(backend, dofs);
   body->a = backend->CreateMatrix(body->model->pattern());
-  w_.ids.push_back({BodyKind::kRod, static_cast<Index>(w_.rods.size())});
+  AddBodyId(BodyKind::kRod, static_cast<Index>(w_.rods.size()));
   w_.rods.push_back(std::move(body));
   return static_cast<Index>(w_.ids.size()) - 1;
 }
@@ -346,6 +398,17 @@ StepStats World::Step() {
   }
   Record(contacts, lambda);
   if (body_momenta_) stats.bodies = BodyMomenta();
+  stats.envs.resize(std::size_t(num_envs()));
+  if (num_envs() == 1) {
+    EnvStepStats& e = stats.envs[0];
+    e.iterations = stats.cond.iterations;
+    e.residual = stats.cond.residual;
+    e.momentum_error = stats.cond.momentum_error;
+    e.converged = stats.cond.converged;
+    e.contacts = stats.contacts;
+    e.max_penetration = stats.max_penetration;
+    e.health = stats.health;
+  }
   time_ += w_.params.dt;
   ++steps_;
   stats.step_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();

@@ -35,6 +35,7 @@ struct ContactRecord {
   Index body_j = -1;
   Index shape = -1;   // the static shape when body_j = -1 (AddStatic's id)
   Index mesh = -1;    // the static triangle mesh when body_j = -1 (AddStaticMesh's id)
+  Index env = 0;      // the environment of the contact's bodies
 };
 
 // total contact force and torque on a body [N], [N m] (torque about the rigid body's centre of
@@ -42,6 +43,20 @@ struct ContactRecord {
 struct Wrench {
   Vec3 force;
   Vec3 torque;
+};
+
+// one environment's part of a step (batched worlds: World::AddEnvironment)
+struct EnvStepStats {
+  int iterations = 0;          // COND iterations of this environment
+  double residual = 0;         // its final theta [m/s]
+  double momentum_error = -1;  // its last theta_p [m/s] (-1: not checked)
+  bool converged = true;       // it passed the stop rule
+  Index contacts = 0;
+  Scalar max_penetration = 0;  // deepest detected penetration at the step's start [m]
+  HealthReport health;         // its bodies' speed, kinetic energy and distance
+  bool failed = false;         // it diverged at this step (frozen from now on; World::env_failed)
+  Index failed_body = -1;      // the body named by the failure (-1: the solve as a whole)
+  std::string failure;         // the DivergenceError text
 };
 
 struct StepStats {
@@ -54,15 +69,39 @@ struct StepStats {
   // linear and angular momentum about the origin (World::BodyMomenta); empty unless
   // World::set_body_momenta(true)
   std::vector<BodyMomentum> bodies;
+  std::vector<EnvStepStats> envs;  // per environment
   double detect_seconds = 0;     // detection and nodalization
   double inelastic_seconds = 0;  // the inelastic stage
   double step_seconds = 0;       // the whole step
 };
 
+// environment env's view of a step's statistics, as a world of that environment alone reports
+// them: cond.iterations / residual / momentum_error / converged, contacts, max_penetration and
+// health from envs[env]; bodies, timings and virtual_nodes as they are (bodies keep the batched
+// world's body ids)
+StepStats EnvironmentStats(const StepStats& stats, Index env);
+
 class World {
  public:
   World(Backend* backend, const WorldParams& params);
   ~World();
+
+  // batched worlds: starts a new environment and returns its id (1, 2, ...; the world starts in
+  // environment 0). Shapes, meshes, bodies and joints added after it belong to it (ids continue
+  // across environments); environments never touch each other, their DOFs share one system (one
+  // SpMV per iteration) and each stops its solve on its own. Before the first Step.
+  Index AddEnvironment();
+  Index num_envs() const { return static_cast<Index>(w_.env_first_body.size()); }
+  // the environment of a body id; the first body id of an environment (its bodies are
+  // [first_body(e), first_body(e + 1)), the last one ending at num_bodies())
+  Index environment(Index body) const;
+  Index first_body(Index env) const;
+  // fault isolation: off (the default), an environment that diverges is a DivergenceError naming
+  // it; on, it is frozen at its state before the failing step (velocities 0, no contacts, left
+  // out of the solve), reported once in StepStats::envs[e] (failed, failure) and the others go on
+  // exactly as without it
+  void set_isolate_failures(bool on) { isolate_failures_ = on; }
+  bool env_failed(Index env) const;
 
   // scene building (before the first Step); returns the shape / body id
   Index AddStatic(const StaticShape& shape);
@@ -138,6 +177,8 @@ class World {
 
  private:
   void Finalize();
+  // registers the k-th body of a kind under the next body id, in the current environment
+  void AddBodyId(BodyKind kind, Index k);
   void CheckJoint(Index joint) const;
   // this step's contact records from the contacts, their metadata and impulses
   void Record(const ContactSet& contacts, const std::vector<Scalar>& lambda);
@@ -152,6 +193,7 @@ class World {
   std::vector<ContactRecord> records_;
   bool finalized_ = false;
   bool body_momenta_ = false;
+  bool isolate_failures_ = false;
   Scalar time_ = 0;
   Index steps_ = 0;
 };
