@@ -16,17 +16,25 @@ namespace condsim {
 // at most this many owners (bodies, meshes) touched by one query point per step
 constexpr int kDetectSlots = 4;
 
-// cell coordinate: floor(x / h), clamped to 21 bits around 0
-CONDSIM_HD_INLINE std::int64_t DetectCell(Scalar x, Scalar inv_h) {
-  const Scalar c = std::floor(x * inv_h);
-  const Scalar lim = Scalar((1 << 20) - 1);
+// the grid's cells: per axis `bits`-bit coordinates (21 for one environment; fewer leave the top
+// bits of a key to the environment, so environments never share a cell)
+struct DetectGrid {
+  Scalar inv_h;  // 1 / cell edge [1/m]
+  int bits;      // bits per axis
+};
+
+// cell coordinate: floor(x / h), clamped to `bits` bits around 0
+CONDSIM_HD_INLINE std::int64_t DetectCell(Scalar x, const DetectGrid& g) {
+  const Scalar c = std::floor(x * g.inv_h);
+  const Scalar lim = Scalar((std::int64_t(1) << (g.bits - 1)) - 1);
   return static_cast<std::int64_t>(c < -lim ? -lim : (c > lim ? lim : c));
 }
 
-// a cell's key: three 21-bit fields, offset to be non-negative
-CONDSIM_HD_INLINE std::uint64_t DetectKey(std::int64_t ix, std::int64_t iy, std::int64_t iz) {
-  const std::int64_t o = std::int64_t(1) << 20;
-  return (std::uint64_t(ix + o) << 42) | (std::uint64_t(iy + o) << 21) | std::uint64_t(iz + o);
+// a cell's key: the environment, then three `bits`-bit fields, offset to be non-negative
+CONDSIM_HD_INLINE std::uint64_t DetectKey(std::int64_t ix, std::int64_t iy, std::int64_t iz, Index env, const DetectGrid& g) {
+  const std::int64_t o = std::int64_t(1) << (g.bits - 1);
+  return (std::uint64_t(env) << (3 * g.bits)) | (std::uint64_t(ix + o) << (2 * g.bits)) | (std::uint64_t(iy + o) << g.bits) |
+         std::uint64_t(iz + o);
 }
 
 // the scene's topology as the kernels see it (one record, condsim/record.h; DetectScene on the
@@ -41,6 +49,7 @@ CONDSIM_HD_INLINE std::uint64_t DetectKey(std::int64_t ix, std::int64_t iy, std:
   X(Scalar, radius)              /* per query point [m] */                                   \
   X(unsigned char, self_contact) /* per owner: its queries may touch its own triangles */    \
   X(Scalar, depth_limit)         /* per owner: deepest face penetration detected [m] */      \
+  X(Index, owner_env)            /* per owner: its environment (owners of two never touch) */ \
   X(Index, adj_ptr)              /* per vertex, sorted: vertices whose triangles it may */   \
   X(Index, adj)                  /* not touch (self-contact); empty: none */
 CONDSIM_RECORD_VIEW(DetectSceneView, CONDSIM_DETECT_SCENE_FIELDS)
@@ -89,12 +98,12 @@ struct CellCountOp {
   static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   const Scalar* lo;
   const Scalar* hi;
-  Scalar inv_h;
+  DetectGrid grid;
   Index* count;
   CONDSIM_HD_INLINE void operator()(Index t) const {
     Index n = 1;
     for (int d = 0; d < 3; ++d)
-      n *= Index(DetectCell(hi[3 * std::int64_t(t) + d], inv_h) - DetectCell(lo[3 * std::int64_t(t) + d], inv_h) + 1);
+      n *= Index(DetectCell(hi[3 * std::int64_t(t) + d], grid) - DetectCell(lo[3 * std::int64_t(t) + d], grid) + 1);
     count[t] = n;
   }
 };
@@ -104,17 +113,20 @@ struct CellFillOp {
   static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   const Scalar* lo;
   const Scalar* hi;
-  Scalar inv_h;
+  DetectGrid grid;
+  const Index* tri_owner;
+  const Index* owner_env;
   const Index* offset;
   std::uint64_t* keys;
   Index* items;
   CONDSIM_HD_INLINE void operator()(Index t) const {
     const std::int64_t b = 3 * std::int64_t(t);
+    const Index env = owner_env[tri_owner[t]];
     Index k = offset[t];
-    for (std::int64_t ix = DetectCell(lo[b], inv_h); ix <= DetectCell(hi[b], inv_h); ++ix)
-      for (std::int64_t iy = DetectCell(lo[b + 1], inv_h); iy <= DetectCell(hi[b + 1], inv_h); ++iy)
-        for (std::int64_t iz = DetectCell(lo[b + 2], inv_h); iz <= DetectCell(hi[b + 2], inv_h); ++iz) {
-          keys[k] = DetectKey(ix, iy, iz);
+    for (std::int64_t ix = DetectCell(lo[b], grid); ix <= DetectCell(hi[b], grid); ++ix)
+      for (std::int64_t iy = DetectCell(lo[b + 1], grid); iy <= DetectCell(hi[b + 1], grid); ++iy)
+        for (std::int64_t iz = DetectCell(lo[b + 2], grid); iz <= DetectCell(hi[b + 2], grid); ++iz) {
+          keys[k] = DetectKey(ix, iy, iz, env, grid);
           items[k] = t;
           ++k;
         }
@@ -133,7 +145,7 @@ struct DetectSlot {
 
 // per query: the candidates in its cell (sorted keys: binary search), the narrow phase, and its
 // slots (kDetectSlots per query, sorted by owner; tri = -1 when unused). A candidate is
-// admissible when its owner differs from the query's, or equals it with self-contact on and no
+// admissible when its owner is in the query's environment and differs from the query's owner, or equals it with self-contact on and no
 // triangle vertex adjacent to the query's vertex. For p and a triangle with outward normal n_T
 // and closest point q = sum w_a x_a: over the face (p projects into the triangle, min w_a > 1e-9,
 // or onto its boundary from on or above its plane, to 1e-9 of its size) gap = n_T . (p - q) - r, down to
@@ -149,7 +161,8 @@ struct PointQueryOp {
   const std::uint64_t* keys;
   const Index* items;
   Index num_pairs;
-  Scalar inv_h, dt, margin;
+  DetectGrid grid;
+  Scalar dt, margin;
   Index* slot_tri;
   Scalar* slot_gap;
   Scalar* slot_w;   // 3 per slot
@@ -170,8 +183,9 @@ struct PointQueryOp {
     const Index own = s.vertex_owner[vi];
     DetectSlot slot[kDetectSlots];
     for (int k = 0; k < kDetectSlots; ++k) slot[k].tri = -1;
-    // the candidates: pairs with the query's cell key
-    const std::uint64_t key = DetectKey(DetectCell(p[0], inv_h), DetectCell(p[1], inv_h), DetectCell(p[2], inv_h));
+    // the candidates: pairs with the query's cell key (its environment's triangles only)
+    const std::uint64_t key =
+        DetectKey(DetectCell(p[0], grid), DetectCell(p[1], grid), DetectCell(p[2], grid), s.owner_env[own], grid);
     Index lo = 0, hi = num_pairs;
     while (lo < hi) {
       const Index mid = lo + (hi - lo) / 2;

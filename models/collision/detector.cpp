@@ -14,6 +14,8 @@ void DetectScene::Validate() const {
   CONDSIM_CHECK(tri.size() == 3 * tri_owner.size(), "detection: tri needs 3 vertices per triangle owner");
   CONDSIM_CHECK(radius.size() == query.size(), "detection: one radius per query point");
   CONDSIM_CHECK(depth_limit.size() == self_contact.size(), "detection: depth_limit and self_contact per owner");
+  CONDSIM_CHECK(owner_env.empty() || owner_env.size() == self_contact.size(), "detection: owner_env per owner (or empty: all 0)");
+  for (Index e : owner_env) CONDSIM_CHECK(e >= 0, "detection: owner environment " << e << " is negative");
   for (Index o : vertex_owner) CONDSIM_CHECK(o >= 0 && o < no, "detection: vertex owner " << o << " out of range");
   for (Index o : tri_owner) CONDSIM_CHECK(o >= 0 && o < no, "detection: triangle owner " << o << " out of range");
   for (Index v : tri) CONDSIM_CHECK(v >= 0 && v < nv, "detection: triangle vertex " << v << " out of range");
@@ -31,6 +33,13 @@ void DetectScene::Validate() const {
 Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backend), scene_(scene) {
   scene_.Validate();
   if (scene_.adj_ptr.empty()) scene_.adj_ptr.assign(std::size_t(scene_.num_vertices()) + 1, 0);
+  if (scene_.owner_env.empty()) scene_.owner_env.assign(scene_.self_contact.size(), 0);
+  // bits per axis: 21, or what the environment's bits leave of 64
+  Index max_env = 0;
+  for (Index e : scene_.owner_env) max_env = std::max(max_env, e);
+  int env_bits = 0;
+  while (env_bits < 31 && (Index(1) << env_bits) <= max_env) ++env_bits;
+  grid_bits_ = std::min(21, (64 - env_bits) / 3);
   kernels_ = MakeKernels<DetectKernels>(*backend);
   const Index nv = scene_.num_vertices(), nt = static_cast<Index>(scene_.tri_owner.size());
   const Index nq = static_cast<Index>(scene_.query.size());
@@ -98,18 +107,19 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   // grid a single cell)
   const Scalar rms = std::sqrt(backend_->Dot(ext_, ext_) / Scalar(nt));
   cell_ = std::max({largest / 4, rms, Scalar(1e-9)});
-  const Scalar inv_h = 1 / cell_;
+  const DetectGrid grid{1 / cell_, grid_bits_};
   // grid: (cell key, triangle) pairs sorted by key, triangles ascending within a cell
-  kernels_->Run(nt, CellCountOp{lo_.data(), hi_.data(), inv_h, count_.data()});
+  kernels_->Run(nt, CellCountOp{lo_.data(), hi_.data(), grid, count_.data()});
   num_pairs_ = backend_->ExclusiveScan(nt, count_, &offset_);
   if (keys_.size() < num_pairs_) {
     keys_ = Array<std::uint64_t>(backend_, num_pairs_ + num_pairs_ / 2);
     items_ = Array<Index>(backend_, keys_.size());
   }
-  kernels_->Run(nt, CellFillOp{lo_.data(), hi_.data(), inv_h, offset_.data(), keys_.data(), items_.data()});
+  kernels_->Run(nt, CellFillOp{lo_.data(), hi_.data(), grid, arrays_.view().tri_owner, arrays_.view().owner_env, offset_.data(), keys_.data(),
+                               items_.data()});
   backend_->SortPairs(num_pairs_, &keys_, &items_);
   // narrow phase per query, then the used slots compacted in query order
-  kernels_->Run(nq, PointQueryOp{view, lo_.data(), hi_.data(), keys_.data(), items_.data(), num_pairs_, inv_h, dt, margin, slot_tri_.data(),
+  kernels_->Run(nq, PointQueryOp{view, lo_.data(), hi_.data(), keys_.data(), items_.data(), num_pairs_, grid, dt, margin, slot_tri_.data(),
                                  slot_gap_.data(), slot_w_.data(), slot_n_.data(), qcount_.data()});
   const Index total = backend_->ExclusiveScan(nq, qcount_, &qoffset_);
   if (total == 0) return result_;

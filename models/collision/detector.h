@@ -75,6 +75,7 @@ class Detector {
   Scalar max_radius_ = 0;
   Index num_pairs_ = 0;
   Scalar cell_ = 0;
+  int grid_bits_ = 21;  // DetectGrid::bits
   DetectResult result_;
 };
 

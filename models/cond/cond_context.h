@@ -22,12 +22,15 @@ struct CondContext {
   Backend* backend = nullptr;
   CondKernels* kernels = nullptr;
   const CondParams* params = nullptr;
-  // nodes of A and their environments (contiguous); DOF ranges per environment
+  // nodes of A and their environments; DOF ranges per environment in the DOF order grouped by
+  // environment (env_perm: that order's DOFs, empty when the nodes are already grouped)
   Index nodes = 0;
   Index num_envs = 1;
   std::vector<Index> node_env_host;
-  Array<Index> node_env, dof_offsets;
+  Array<Index> node_env, dof_offsets, env_perm;
+  Array<Scalar> perm_x, perm_y;     // scratch of EnvDot
   Array<unsigned char> env_active;  // per environment: still iterating
+  std::vector<unsigned char> env_enabled;  // per environment: iterated at all (SetEnabledEnvironments)
   // the contacts, colored (no two contacts of a color share a node), and their impulses
   ContactSet contacts_host;
   ContactArrays contacts;
@@ -44,6 +47,9 @@ struct CondContext {
   // per node: virtual nodes with their own Gamma (rigid groups, barycentric nodes)
   std::vector<unsigned char> own_gamma_host;
 
+  // out[e] = x . y over environment e's DOFs, summed in DOF order (bitwise what one
+  // environment alone gives)
+  void EnvDot(const Array<Scalar>& x, const Array<Scalar>& y, Array<Scalar>* out);
   // out += Jc^T lambda (eq. 1), or W Jc^T lambda (eq. 24) with weights = w, color by color
   void AddContactForces(const Scalar* weights, const Array<Scalar>& lambda, Array<Scalar>* out);
 };

@@ -13,7 +13,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp> {
@@ -49,6 +49,7 @@ class CondKernels
   void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) {
     Run(n, EnvScalarToDofOp{node_env, alpha_env, w});
   }
+  void Permute(Index n, const Index* perm, const Scalar* x, Scalar* y) { Run(n, PermuteOp{perm, x, y}); }
   void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }
   void RigidResponse(Index groups, const RigidResponseOp& op) { Run(groups, op); }

@@ -182,6 +182,14 @@ struct EnvScalarToDofOp {
   }
 };
 
+// y = x[perm]: a vector's DOFs grouped by environment (interleaved environments' segmented
+// reductions)
+struct PermuteOp {
+  const Index* perm;
+  const Scalar* x;
+  Scalar* y;
+  CONDSIM_HD_INLINE void operator()(Index k) const { y[k] = x[perm[k]]; }
+};
 
 // w = value[k] on the 3 DOFs of node[k]
 struct SetNodeScalarOp {

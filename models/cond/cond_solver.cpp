@@ -83,6 +83,21 @@ void CondContext::AddContactForces(const Scalar* weights, const Array<Scalar>& l
                            out->data());
 }
 
+void CondContext::EnvDot(const Array<Scalar>& x, const Array<Scalar>& y, Array<Scalar>* out) {
+  if (env_perm.size() == 0) {
+    backend->SegmentedDot(x, y, dof_offsets, out);
+    return;
+  }
+  const Index n = env_perm.size();
+  kernels->Permute(n, env_perm.data(), x.data(), perm_x.data());
+  if (&x == &y) {
+    backend->SegmentedDot(perm_x, perm_x, dof_offsets, out);
+    return;
+  }
+  kernels->Permute(n, env_perm.data(), y.data(), perm_y.data());
+  backend->SegmentedDot(perm_x, perm_y, dof_offsets, out);
+}
+
 CondSolver::CondSolver(Backend* backend, const CondParams& params)
     : backend_(backend), params_(params), kernels_(MakeKernels<CondKernels>(*backend)) {
   params_.Validate();
@@ -100,15 +115,14 @@ void CondSolver::set_params(const CondParams& p) {
 }
 
 void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
-  for (std::size_t k = 0; k < node_env.size(); ++k) {
+  for (std::size_t k = 0; k < node_env.size(); ++k)
     CONDSIM_CHECK(node_env[k] >= 0, "node " << k << " has a negative environment " << node_env[k]);
-    CONDSIM_CHECK(k == 0 || node_env[k] >= node_env[k - 1],
-                  "node environments must be nondecreasing (contiguous environments), node " << k);
-  }
   ctx_.node_env_host = node_env;
   ctx_.nodes = 0;  // re-prepare
   contacts_dirty_ = true;
 }
+
+void CondSolver::SetEnabledEnvironments(const std::vector<unsigned char>& enabled) { ctx_.env_enabled = enabled; }
 
 void CondSolver::SetContacts(const ContactSet& contacts) {
   Index max_node = -1;
@@ -216,12 +230,23 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     Backend* b = backend_;
     const Index n = 3 * nodes;
     ctx_.nodes = nodes;
-    ctx_.num_envs = nodes > 0 ? node_env.back() + 1 : 1;
+    ctx_.num_envs = nodes > 0 ? *std::max_element(node_env.begin(), node_env.end()) + 1 : 1;
     std::vector<Index> dof_offsets(std::size_t(ctx_.num_envs) + 1, 0);
     for (Index e : node_env) dof_offsets[std::size_t(e) + 1] += 3;
     for (Index e = 0; e < ctx_.num_envs; ++e) dof_offsets[e + 1] += dof_offsets[e];
     ctx_.node_env = Array<Index>(b, node_env);
     ctx_.dof_offsets = Array<Index>(b, dof_offsets);
+    // interleaved environments: the DOFs grouped by environment, each in its own order
+    ctx_.env_perm = Array<Index>();
+    if (!std::is_sorted(node_env.begin(), node_env.end())) {
+      std::vector<Index> perm(static_cast<std::size_t>(n));
+      std::vector<Index> next(dof_offsets.begin(), dof_offsets.end() - 1);
+      for (Index k = 0; k < nodes; ++k)
+        for (int d = 0; d < 3; ++d) perm[std::size_t(next[std::size_t(node_env[std::size_t(k)])]++)] = 3 * k + d;
+      ctx_.env_perm = Array<Index>(b, perm);
+      ctx_.perm_x = Array<Scalar>(b, n);
+      ctx_.perm_y = Array<Scalar>(b, n);
+    }
     for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) *x = Array<Scalar>(b, n);
     env_scalar_ = Array<Scalar>(b, ctx_.num_envs);
     env_theta2_ = Array<Scalar>(b, ctx_.num_envs);
@@ -350,7 +375,7 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   // theta_e = |v^{l+1} - v^l| per environment (Alg. 1 line 12)
   be.Copy(ctx_.u, &diff_);
   be.Axpby(-1, *v, 1, &diff_);
-  be.SegmentedDot(diff_, diff_, ctx_.dof_offsets, &env_theta2_);
+  ctx_.EnvDot(diff_, diff_, &env_theta2_);
   const std::vector<Scalar> theta2 = env_theta2_.ToHost();
   bool changed = false;
   double worst = 0;
@@ -456,6 +481,14 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   for (CondComponent* c : parts_)
     if (c->active()) c->Prepare(a);
   Loop loop(ne, params_.chebyshev_start);
+  // environments left out (SetEnabledEnvironments) keep v as it is
+  CONDSIM_CHECK(ctx_.env_enabled.empty() || Index(ctx_.env_enabled.size()) == ne,
+                "COND: enabled flags for " << ctx_.env_enabled.size() << " environments, the node layout has " << ne);
+  for (std::size_t e = 0; e < ctx_.env_enabled.size(); ++e)
+    if (!ctx_.env_enabled[e]) {
+      loop.active[e] = 0;
+      --loop.running;
+    }
   ctx_.env_active.CopyFromHost(loop.active);
   CondStats st;
   st.num_contacts = ctx_.contacts_host.size();
@@ -490,6 +523,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   st.converged = st.failed_envs.empty();
   const double bound = params_.momentum_factor * params_.theta_threshold;
   for (Index e = 0; e < ne; ++e) {
+    if (!ctx_.env_enabled.empty() && !ctx_.env_enabled[std::size_t(e)]) continue;
     st.iterations = std::max(st.iterations, st.env_iterations[e]);
     st.residual = std::max(st.residual, st.env_residual[e]);
     st.momentum_error = std::max(st.momentum_error, st.env_momentum_error[e]);

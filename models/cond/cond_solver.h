@@ -100,8 +100,13 @@ class CondSolver {
 
   const CondParams& params() const { return params_; }
   void set_params(const CondParams& p);
-  // environment of every node (batched worlds); by default all nodes are environment 0
+  // environment of every node (batched worlds); by default all nodes are environment 0.
+  // Environments may interleave: each one's reductions run over its DOFs in their order, so an
+  // environment's solve is bitwise what it gives alone
   void SetNodeEnvironments(const std::vector<Index>& node_env);
+  // per environment whether the solves iterate it (empty: all); one left out keeps v as given
+  // and reports 0 iterations (a batch's failed environment)
+  void SetEnabledEnvironments(const std::vector<unsigned char>& enabled);
   // the contacts of the next solves; impulses start at zero unless warm-started
   void SetContacts(const ContactSet& contacts);
   // warm start (Sec. V-A5): initial impulses, 3 per contact (n, t1, t2)

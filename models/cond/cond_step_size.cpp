@@ -85,11 +85,11 @@ void CondStepSize::Update(int l, const Array<Scalar>& v, const Array<Scalar>& v_
     be.Copy(v, &s_);
     be.Axpby(-1, v_prev, 1, &s_);       // s
     be.Axpby(1, ctx_->r, -1, &r_prev_);  // z (r_prev <- r - r_prev)
-    be.SegmentedDot(s_, s_, ctx_->dof_offsets, &alpha_);
+    ctx_->EnvDot(s_, s_, &alpha_);
     const std::vector<Scalar> ss = alpha_.ToHost();
-    be.SegmentedDot(s_, r_prev_, ctx_->dof_offsets, &alpha_);
+    ctx_->EnvDot(s_, r_prev_, &alpha_);
     const std::vector<Scalar> sz = alpha_.ToHost();
-    be.SegmentedDot(r_prev_, r_prev_, ctx_->dof_offsets, &alpha_);
+    ctx_->EnvDot(r_prev_, r_prev_, &alpha_);
     const std::vector<Scalar> zz = alpha_.ToHost();
     const bool use_bb1 = params.step_size == StepSize::kBB1 || (params.step_size == StepSize::kBBAlternate && l % 2 == 1);
     for (Index e = 0; e < ctx_->num_envs; ++e) {

@@ -118,6 +118,7 @@ struct WorldBodies {
   Array<Scalar> v;                                 // the global velocity (all parts, virtual nodes)
 
   Index num_envs() const { return static_cast<Index>(env_first_body.size()); }
+  bool Failed(Index env) const { return std::size_t(env) < env_failed.size() && env_failed[std::size_t(env)] != 0; }
   Index current_env() const { return num_envs() - 1; }
   // the environment of the k-th body of a kind
   Index Env(BodyKind kind, Index k) const { return body_env[std::size_t(BodyId(kind, k))]; }

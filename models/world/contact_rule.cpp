@@ -38,8 +38,10 @@ Mat3 ShapeFrame(const StaticShape& s, const Vec3& n) {
 }
 
 void ContactWriter::Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta) {
-  contacts_->Add(node_i, node_j, RotateTangents(frame, tangent_rotation_), gap / dt_, mu.mu1, mu.mu2);
+  const Index env = meta.body_i >= 0 ? (*body_env_)[std::size_t(meta.body_i)] : 0;
+  contacts_->Add(node_i, node_j, RotateTangents(frame, tangent_rotation_), gap / dt_, mu.mu1, mu.mu2, env);
   meta_->push_back(meta);
+  meta_->back().env = env;
 }
 
 }  // namespace condsim

@@ -42,6 +42,7 @@ struct ContactMeta {
   Vec3 position;
   Index body_i, body_j, shape;
   Index mesh = -1;
+  Index env = 0;  // body_i's environment (set by ContactWriter)
 };
 
 // contact frame against a shape: rows (n, t1, t2); an anisotropic shape (mu1 != mu2) puts t1
@@ -51,13 +52,16 @@ Mat3 ShapeFrame(const StaticShape& s, const Vec3& n);
 // the contacts of one step and their metadata
 class ContactWriter {
  public:
-  ContactWriter(Scalar dt, Scalar tangent_rotation, ContactSet* contacts, std::vector<ContactMeta>* meta)
-      : dt_(dt), tangent_rotation_(tangent_rotation), contacts_(contacts), meta_(meta) {}
+  // body_env: per body id its environment (the contact's is meta.body_i's)
+  ContactWriter(Scalar dt, Scalar tangent_rotation, const std::vector<Index>* body_env, ContactSet* contacts,
+                std::vector<ContactMeta>* meta)
+      : dt_(dt), tangent_rotation_(tangent_rotation), body_env_(body_env), contacts_(contacts), meta_(meta) {}
   // node_j = -1: an S-contact; frame rows (n, t1, t2) with n into node i's side
   void Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta);
 
  private:
   Scalar dt_, tangent_rotation_;
+  const std::vector<Index>* body_env_;
   ContactSet* contacts_;
   std::vector<ContactMeta>* meta_;
 };

@@ -9,10 +9,19 @@
 
 namespace condsim {
 
+void DetectStage::Build(WorldBodies* w) {
+  triangles_.Build(w);
+  // per environment its static shapes and rigid bodies (detection never crosses environments)
+  env_statics_.assign(std::size_t(w->num_envs()), {});
+  env_rigid_.assign(std::size_t(w->num_envs()), {});
+  for (std::size_t s = 0; s < w->statics.size(); ++s) env_statics_[std::size_t(w->static_env[s])].push_back(Index(s));
+  for (Index k = 0; k < w->rigid.num_bodies(); ++k) env_rigid_[std::size_t(w->Env(BodyKind::kRigid, k))].push_back(k);
+}
+
 void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts) {
   meta_.clear();
   nodes->Reset();
-  ContactWriter out(w.params.dt, tangent_rotation_, contacts, &meta_);
+  ContactWriter out(w.params.dt, tangent_rotation_, &w.body_env, contacts, &meta_);
   // this step's rigid surface samples (world positions and velocities, 3 each per sample, bodies
   // in order)
   std::vector<Scalar> rx, rv;
@@ -37,6 +46,7 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
   }
   for (std::size_t f = 0; f < w.fem.size(); ++f) {
     const FemBody& fb = *w.fem[f];
+    if (w.Failed(w.Env(BodyKind::kFem, Index(f)))) continue;
     const Index offset = w.system->part_offset(fb.part);
     const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, static_cast<Index>(f)), fb.mu);
     for (Index i : fb.surface)
@@ -51,15 +61,19 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     const RodBody& rb = *w.rods[c];
     rod_x[c] = rb.model->positions().ToHost();
     rod_v[c] = rb.v.ToHost();
+    if (w.Failed(w.Env(BodyKind::kRod, Index(c)))) continue;
     const Index offset = w.system->part_offset(rb.part);
     const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(c)), rb.mu);
     for (Index seg = 0; seg < rb.model->num_segments(); ++seg)
       NodeContacts(w, offset + 2 * seg, LoadVec3(rod_x[c].data(), seg), LoadVec3(rod_v[c].data(), 2 * seg), rb.model->radius(), side,
                    nodes, &out);
   }
-  for (std::size_t a = 0; a < w.rods.size(); ++a)
+  for (std::size_t a = 0; a < w.rods.size(); ++a) {
+    const Index env = w.Env(BodyKind::kRod, Index(a));
+    if (w.Failed(env)) continue;
     for (std::size_t b = a; b < w.rods.size(); ++b)
-      if (a != b || w.rods[a]->self_contact) CableLinks(w, a, b, rod_x, rod_v, nodes, &out);
+      if ((a != b || w.rods[a]->self_contact) && w.Env(BodyKind::kRod, Index(b)) == env) CableLinks(w, a, b, rod_x, rod_v, nodes, &out);
+  }
 }
 
 void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
@@ -67,7 +81,8 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;
   for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
     const RigidBody& body = w.rigid.body(k);
-    const Index id = w.BodyId(BodyKind::kRigid, k);
+    const Index id = w.BodyId(BodyKind::kRigid, k), env = w.body_env[std::size_t(id)];
+    if (w.Failed(env)) continue;
     const ContactSide side = BodySide(BodyKind::kRigid, id, body.mu1);
     const std::vector<SurfacePoint>& samples = triangles_.samples(k);
     for (std::size_t sample = 0; sample < samples.size(); ++sample) {
@@ -75,8 +90,8 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
       const Index at = triangles_.sample_first(k) + static_cast<Index>(sample);
       const Vec3 p = LoadVec3(rx.data(), at), vp = LoadVec3(rv.data(), at);
       // against the static shapes
-      for (std::size_t si = 0; si < w.statics.size(); ++si) {
-        const StaticShape& shape = w.statics[si];
+      for (const Index si : env_statics_[std::size_t(env)]) {
+        const StaticShape& shape = w.statics[std::size_t(si)];
         const Proximity prox = ShapeProximity(shape, p);
         const Scalar gap = prox.distance - s.radius;
         if (!InReach(gap, vp, dt, margin)) continue;
@@ -86,7 +101,7 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
                  {c, id, -1, Index(si)});
       }
       // against the other rigid bodies' analytic shapes (mesh bodies: through the detector)
-      for (Index k2 = 0; k2 < w.rigid.num_bodies(); ++k2) {
+      for (const Index k2 : env_rigid_[std::size_t(env)]) {
         if (k2 == k || w.Jointed(k, k2) || w.rigid.body(k2).shape == ShapeType::kMesh) continue;
         const RigidBody& other = w.rigid.body(k2);
         const Proximity prox = ShapeProximity(w.rigid.ShapeAt(k2), p);
@@ -106,9 +121,10 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
 void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, const Vec3& vp, Scalar radius, const ContactSide& side,
                                Nodalizer* nodes, ContactWriter* out) {
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;
+  const std::size_t env = std::size_t(w.body_env[std::size_t(side.body)]);
   // S-contacts with the static shapes
-  for (std::size_t si = 0; si < w.statics.size(); ++si) {
-    const StaticShape& shape = w.statics[si];
+  for (const Index si : env_statics_[env]) {
+    const StaticShape& shape = w.statics[std::size_t(si)];
     const Proximity prox = ShapeProximity(shape, p);
     const Scalar gap = prox.distance - radius;
     if (!InReach(gap, vp, dt, margin)) continue;
@@ -116,7 +132,7 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, 
              {p - radius * prox.normal, side.body, -1, Index(si)});
   }
   // D-contacts with the rigid bodies' analytic shapes
-  for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
+  for (const Index k : env_rigid_[env]) {
     const RigidBody& other = w.rigid.body(k);
     if (other.shape == ShapeType::kMesh) continue;  // through the detector
     const Proximity prox = ShapeProximity(w.rigid.ShapeAt(k), p);

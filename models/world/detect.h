@@ -17,8 +17,8 @@ namespace condsim {
 
 class DetectStage {
  public:
-  // the backend detector's scene (once, at the first step)
-  void Build(WorldBodies* w) { triangles_.Build(w); }
+  // the backend detector's scene and the environments' shapes and bodies (once, at the first step)
+  void Build(WorldBodies* w);
   // this step's contacts and virtual nodes (nodes is reset first)
   void Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts);
   const std::vector<ContactMeta>& meta() const { return meta_; }
@@ -41,6 +41,7 @@ class DetectStage {
   TriangleDetection triangles_;
   std::vector<ContactMeta> meta_;
   std::vector<std::vector<Scalar>> fem_x_;
+  std::vector<std::vector<Index>> env_statics_, env_rigid_;  // per environment: static shapes, rigid bodies
   Scalar tangent_rotation_ = 0;
 };
 

@@ -108,6 +108,8 @@ void TriangleDetection::Build(WorldBodies* w) {
   const Index num_bodies = static_cast<Index>(w->ids.size());
   sc.self_contact.assign(w->ids.size() + w->meshes.size(), 0);
   sc.depth_limit.assign(w->ids.size() + w->meshes.size(), 0);
+  sc.owner_env = w->body_env;
+  sc.owner_env.insert(sc.owner_env.end(), w->mesh_env.begin(), w->mesh_env.end());
   std::vector<std::vector<Index>> adj;  // per vertex
   AddFemSurfaces(*w, &sc, &adj);
   AddCables(*w, &sc, &adj);
@@ -160,6 +162,7 @@ void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vect
     // the query's side: an FEM node, a cable centre node, or a rigid virtual node at p - r n
     const BodyKind kind = q_kind_[q];
     const Index qb = q_body_[q], ql = q_local_[q], body_i = w.BodyId(kind, qb);
+    if (w.Failed(w.body_env[std::size_t(body_i)])) continue;  // a failed environment is frozen
     Index node_i = -1;
     ContactSide side_i;
     if (kind == BodyKind::kFem) {

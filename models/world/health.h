@@ -5,6 +5,7 @@
 // The solver's own warnings (iteration cap, residual growth) are the caller's (CondStats). SI units.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "models/world/bodies.h"
@@ -21,18 +22,31 @@ struct HealthReport {
   Index farthest_body = -1;
 };
 
+// an environment that diverged at a step: the body named (-1: the solve as a whole) and the
+// DivergenceError text ("world: environment e, body b diverged (what) at step s (t = ... s)")
+struct EnvFailure {
+  Index env = 0, body = -1;
+  std::string what;
+};
+// the failure's text in that form
+EnvFailure MakeFailure(Index env, Index body, Index step, Scalar time, const std::string& what);
+
 class HealthStage {
  public:
   // the node masses of the deformable parts (once, at the first step)
   void Build(const WorldBodies& w);
-  // throws DivergenceError when a body exceeds w.params.health (the kinetic energy: its growth
-  // over the last step's plus the energy of every body at 1 m/s), or has a NaN/Inf position
-  HealthReport Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time);
+  // per environment that has not failed (WorldBodies::Failed): its report in env_reports and, when
+  // a body exceeds w.params.health (the kinetic energy: the environment's growth over its last
+  // step's plus the energy of its bodies at 1 m/s) or has a NaN/Inf position, a failure (the
+  // first found per environment). Returns the reports combined (largest speed and distance,
+  // summed energy)
+  HealthReport Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time, std::vector<HealthReport>* env_reports,
+                   std::vector<EnvFailure>* failures);
 
  private:
-  std::vector<Scalar> mass_;  // per base node [kg]; 0 on rigid and rotation nodes
-  Scalar total_mass_ = 0;
-  Scalar last_energy_ = -1;   // the last step's kinetic energy (-1: none yet)
+  std::vector<Scalar> mass_;         // per base node [kg]; 0 on rigid and rotation nodes
+  std::vector<Scalar> total_mass_;   // per environment [kg]
+  std::vector<Scalar> last_energy_;  // per environment the last step's kinetic energy (-1: none yet)
 };
 
 }  // namespace condsim

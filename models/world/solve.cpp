@@ -23,9 +23,23 @@ void SolveStage::Build(const WorldBodies& w) {
     const std::size_t first = 3 * std::size_t(w.system->part_offset(r->part));
     std::fill(mass_diag.begin() + first, mass_diag.begin() + first + std::size_t(r->model->num_dofs()), Scalar(0));
   }
+  // bodies for the check: each deformable part, and the rigid part and the virtual nodes as
+  // bodies without mass (so no body runs into another environment's nodes)
   std::vector<Index> body_start;
   for (std::size_t d = 0; d < w.num_deformable(); ++d) body_start.push_back(w.system->part_offset(w.DeformablePart(d)));
+  body_start.push_back(w.system->part_offset(w.rigid_part));
+  body_start.push_back(w.system->num_base_nodes());
   std::sort(body_start.begin(), body_start.end());
+  body_start.erase(std::unique(body_start.begin(), body_start.end()), body_start.end());
+  // the environment of every base node
+  base_env_.assign(std::size_t(w.system->num_base_nodes()), 0);
+  for (std::size_t d = 0; d < w.num_deformable(); ++d) {
+    const Index env = d < w.fem.size() ? w.Env(BodyKind::kFem, Index(d)) : w.Env(BodyKind::kRod, Index(d - w.fem.size()));
+    const Index off = w.system->part_offset(w.DeformablePart(d));
+    std::fill(base_env_.begin() + off, base_env_.begin() + off + w.DeformableNodes(d), env);
+  }
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k)
+    std::fill(base_env_.begin() + w.RigidNode(k), base_env_.begin() + w.RigidNode(k) + 2, w.Env(BodyKind::kRigid, k));
   // no FEM body: no check (theta alone, at no cost)
   if (std::none_of(mass_diag.begin(), mass_diag.end(), [](Scalar m) { return m > 0; })) mass_diag.clear();
   solver_->SetMassDiagonal(mass_diag, body_start);
@@ -42,26 +56,49 @@ void SolveStage::Build(const WorldBodies& w) {
 }
 
 CondStats SolveStage::Run(WorldBodies* w, const Nodalizer& nodes, const RigidGroups& groups, const BodyModes& modes,
-                          const ContactSet& contacts, Index step, Scalar time, std::vector<Scalar>* vhat) {
+                          const ContactSet& contacts, Index step, Scalar time, std::vector<Scalar>* vhat,
+                          std::vector<EnvFailure>* failures) {
   solver_->SetRigidGroups(groups);
   solver_->SetBarycentricNodes(nodes.barycentric());
   solver_->SetBodyModes(modes);
-  solver_->SetNodeEnvironments(std::vector<Index>(std::size_t(w->system->num_nodes()), 0));
+  // environments: the base nodes', a virtual node's that of its first host; failed ones left out
+  const VirtualNodeSet& vn = w->system->virtual_nodes();
+  node_env_ = base_env_;
+  for (Index k = 0; k < vn.size(); ++k) node_env_.push_back(base_env_[std::size_t(vn.host[std::size_t(vn.ptr[std::size_t(k)])])]);
+  solver_->SetNodeEnvironments(node_env_);
+  std::vector<unsigned char> enabled(std::size_t(w->num_envs()), 1);
+  for (Index e = 0; e < w->num_envs(); ++e) enabled[std::size_t(e)] = w->Failed(e) ? 0 : 1;
+  solver_->SetEnabledEnvironments(enabled);
   solver_->SetContacts(contacts);
   const CondStats stats = solver_->Solve(w->system->matrix(), w->system->rhs(), &w->v);
   // the solver keeps a failed environment at its last finite iterate, which is no solution either
-  if (!stats.failed_envs.empty()) {
-    std::ostringstream msg;
-    msg << "world: environment 0 diverged (the COND iteration became NaN/Inf) at step " << step << " (t = " << time << " s)";
-    throw DivergenceError(msg.str(), 0, -1, step);
+  std::vector<unsigned char> skip(enabled.size(), 0);
+  for (std::size_t e = 0; e < enabled.size(); ++e) skip[e] = enabled[e] ? 0 : 1;
+  for (int e : stats.failed_envs) {
+    failures->push_back(MakeFailure(e, -1, step, time, "the COND iteration became NaN/Inf"));
+    skip[std::size_t(e)] = 1;
   }
   *vhat = w->v.ToHost();
-  CheckFinite(*w, *vhat, step, time);
+  CheckFinite(*w, *vhat, step, time, skip, failures);
   return stats;
 }
 
-void SolveStage::CheckFinite(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time) {
+void SolveStage::ZeroFailed(WorldBodies* w, std::vector<Scalar>* vhat) const {
+  bool any = false;
+  for (std::size_t k = 0; k < node_env_.size(); ++k)
+    if (w->Failed(node_env_[k])) {
+      for (int d = 0; d < 3; ++d) (*vhat)[3 * k + std::size_t(d)] = 0;
+      any = true;
+    }
+  if (any) w->v.CopyFromHost(*vhat);
+}
+
+void SolveStage::CheckFinite(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time,
+                             const std::vector<unsigned char>& skip, std::vector<EnvFailure>* failures) {
+  std::vector<unsigned char> done = skip;
   for (std::size_t b = 0; b < w.ids.size(); ++b) {
+    const Index env = w.body_env[b];
+    if (done[std::size_t(env)]) continue;
     const BodyKind kind = w.ids[b].first;
     const Index k = w.ids[b].second;
     const std::size_t d = kind == BodyKind::kFem ? std::size_t(k) : w.fem.size() + std::size_t(k);
@@ -69,9 +106,9 @@ void SolveStage::CheckFinite(const WorldBodies& w, const std::vector<Scalar>& vh
     const Index count = kind == BodyKind::kRigid ? 2 : w.DeformableNodes(d);
     for (Index i = 3 * offset; i < 3 * (offset + count); ++i) {
       if (std::isfinite(vhat[i])) continue;
-      std::ostringstream msg;
-      msg << "world: environment 0, body " << b << " diverged (NaN/Inf velocity) at step " << step << " (t = " << time << " s)";
-      throw DivergenceError(msg.str(), 0, Index(b), step);
+      failures->push_back(MakeFailure(env, Index(b), step, time, "NaN/Inf velocity"));
+      done[std::size_t(env)] = 1;
+      break;
     }
   }
 }

@@ -9,6 +9,7 @@
 
 #include "models/cond/cond_solver.h"
 #include "models/world/bodies.h"
+#include "models/world/health.h"
 #include "models/world/nodalize.h"
 
 namespace condsim {
@@ -17,17 +18,23 @@ class SolveStage {
  public:
   // the solver and the cables' chains (once, at the first step)
   void Build(const WorldBodies& w);
-  // solves w->system into w->v and returns v-hat on the host in vhat; `step` and `time` name the
-  // step in errors
+  // solves w->system into w->v and returns v-hat on the host in vhat: every environment on its
+  // own (failed ones left out, their v-hat 0). An environment whose solve became NaN/Inf, or whose
+  // body has a NaN/Inf velocity, is a failure (`step` and `time` name the step)
   CondStats Run(WorldBodies* w, const Nodalizer& nodes, const RigidGroups& groups, const BodyModes& modes, const ContactSet& contacts,
-                Index step, Scalar time, std::vector<Scalar>* vhat);
+                Index step, Scalar time, std::vector<Scalar>* vhat, std::vector<EnvFailure>* failures);
   std::vector<Scalar> Impulses() const { return solver_->Impulses(); }
+  // sets v-hat (host and w->v) to 0 on the DOFs of the failed environments
+  void ZeroFailed(WorldBodies* w, std::vector<Scalar>* vhat) const;
 
  private:
-  // throws DivergenceError unless every body's velocity in vhat is finite
-  static void CheckFinite(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time);
+  // a failure per environment with a body whose velocity in vhat is not finite (the first body)
+  static void CheckFinite(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time,
+                          const std::vector<unsigned char>& skip, std::vector<EnvFailure>* failures);
 
   std::unique_ptr<CondSolver> solver_;
+  std::vector<Index> base_env_;  // per base node of the system its environment
+  std::vector<Index> node_env_;  // this step's, virtual nodes included
 };
 
 }  // namespace condsim

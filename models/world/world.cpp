@@ -377,18 +377,51 @@ StepStats World::Step() {
   const auto t_start = Clock::now();
   if (!finalized_) Finalize();
   StepStats stats;
+  const std::size_t ne = std::size_t(num_envs());
+  stats.envs.resize(ne);
   ContactSet contacts;
   detect_.Run(w_, &nodes_, &contacts);
-  for (Index m = 0; m < contacts.size(); ++m) stats.max_penetration = std::max(stats.max_penetration, -contacts.phi[m] * w_.params.dt);
+  for (Index m = 0; m < contacts.size(); ++m) {
+    const Scalar pen = -contacts.phi[m] * w_.params.dt;
+    EnvStepStats& e = stats.envs[std::size_t(contacts.env[m])];
+    stats.max_penetration = std::max(stats.max_penetration, pen);
+    e.max_penetration = std::max(e.max_penetration, pen);
+    ++e.contacts;
+  }
   stats.detect_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
   const std::vector<Scalar>& rigid_values = assemble_.Run(&w_, nodes_.virtual_nodes(), steps_ > 0 && w_.params.warm_start);
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
   const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.fem_x());
   std::vector<Scalar> vhat;
-  stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat);
+  std::vector<EnvFailure> failures;
+  stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);
   stats.contacts = contacts.size();
   stats.virtual_nodes = nodes_.virtual_nodes().size();
-  stats.health = health_.Run(w_, vhat, steps_, time_);
+  // a failed solve: an error, or (isolating failures) the environment frozen
+  std::vector<unsigned char> failed_before = w_.env_failed;
+  w_.env_failed.resize(ne, 0);
+  failed_before.resize(ne, 0);
+  auto take = [&](std::size_t first) {
+    for (std::size_t f = first; f < failures.size(); ++f) {
+      const EnvFailure& fl = failures[f];
+      if (!isolate_failures_) {
+        w_.env_failed = failed_before;
+        throw DivergenceError(fl.what, fl.env, fl.body, steps_);
+      }
+      w_.env_failed[std::size_t(fl.env)] = 1;
+      EnvStepStats& e = stats.envs[std::size_t(fl.env)];
+      e.failed = true;
+      e.failed_body = fl.body;
+      e.failure = fl.what;
+    }
+  };
+  take(0);
+  const std::size_t solve_failures = failures.size();
+  std::vector<HealthReport> env_health;
+  stats.health = health_.Run(w_, vhat, steps_, time_, &env_health, &failures);
+  take(solve_failures);
+  // frozen environments: v-hat 0 (they keep their positions), velocities 0
+  if (std::find(w_.env_failed.begin(), w_.env_failed.end(), 1) != w_.env_failed.end()) solve_.ZeroFailed(&w_, &vhat);
   const std::vector<Scalar> lambda = solve_.Impulses();
   Integrate(&w_, vhat);
   if (w_.params.inelastic && contacts.size() > 0) {
@@ -396,23 +429,54 @@ StepStats World::Step() {
     inelastic_.Run(&w_, contacts, lambda, vhat);
     stats.inelastic_seconds = std::chrono::duration<double>(Clock::now() - t_inelastic).count();
   }
+  for (std::size_t e = 0; e < ne; ++e)
+    if (w_.env_failed[e] && !failed_before[e]) FreezeEnvironment(Index(e));
   Record(contacts, lambda);
   if (body_momenta_) stats.bodies = BodyMomenta();
-  stats.envs.resize(std::size_t(num_envs()));
-  if (num_envs() == 1) {
-    EnvStepStats& e = stats.envs[0];
-    e.iterations = stats.cond.iterations;
-    e.residual = stats.cond.residual;
-    e.momentum_error = stats.cond.momentum_error;
-    e.converged = stats.cond.converged;
-    e.contacts = stats.contacts;
-    e.max_penetration = stats.max_penetration;
-    e.health = stats.health;
+  // per environment: the solve and the health report (a failed environment: 0 iterations)
+  for (std::size_t e = 0; e < ne; ++e) {
+    EnvStepStats& es = stats.envs[e];
+    if (failed_before[e]) {
+      es.contacts = 0;
+      continue;
+    }
+    es.iterations = stats.cond.env_iterations[e];
+    es.residual = stats.cond.env_residual[e];
+    es.momentum_error = stats.cond.env_momentum_error[e];
+    es.converged = !es.failed && es.residual < w_.params.cond.theta_threshold &&
+                   (stats.cond.momentum_error < 0 || (es.momentum_error >= 0 && es.momentum_error < w_.params.cond.momentum_factor *
+                                                                                                      w_.params.cond.theta_threshold));
+    es.health = env_health[e];
   }
+  if (ne == 1) stats.envs[0].converged = stats.cond.converged;
   time_ += w_.params.dt;
   ++steps_;
   stats.step_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
   return stats;
+}
+
+void World::FreezeEnvironment(Index env) {
+  // its bodies at rest where they are (their positions are the step's start: v-hat was 0)
+  for (std::size_t b = 0; b < w_.ids.size(); ++b) {
+    if (w_.body_env[b] != env) continue;
+    const Index k = w_.ids[b].second;
+    switch (w_.ids[b].first) {
+      case BodyKind::kFem:
+        w_.backend->Fill(0, &w_.fem[std::size_t(k)]->v);
+        break;
+      case BodyKind::kRod:
+        w_.backend->Fill(0, &w_.rods[std::size_t(k)]->v);
+        break;
+      case BodyKind::kRigid: {
+        RigidBody& rb = w_.rigid.mutable_body(k);
+        rb.v = Vec3();
+        rb.omega = Vec3();
+        break;
+      }
+      case BodyKind::kStatic:
+        break;
+    }
+  }
 }
 
 void World::Record(const ContactSet& contacts, const std::vector<Scalar>& lambda) {
@@ -429,6 +493,7 @@ void World::Record(const ContactSet& contacts, const std::vector<Scalar>& lambda
     rec.body_j = meta[m].body_j;
     rec.shape = meta[m].shape;
     rec.mesh = meta[m].mesh;
+    rec.env = meta[m].env;
     records_.push_back(rec);
   }
 }

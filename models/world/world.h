@@ -179,6 +179,8 @@ class World {
   void Finalize();
   // registers the k-th body of a kind under the next body id, in the current environment
   void AddBodyId(BodyKind kind, Index k);
+  // a failed environment's bodies at rest (World::set_isolate_failures)
+  void FreezeEnvironment(Index env);
   void CheckJoint(Index joint) const;
   // this step's contact records from the contacts, their metadata and impulses
   void Record(const ContactSet& contacts, const std::vector<Scalar>& lambda);
