@@ -149,8 +149,8 @@ void DeviceBlockMatrix::SetValues(const std::vector<Scalar>& host_values) {
   mutable_values().CopyFromHost(host_values);
 }
 
-void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta,
-                                 Array<Scalar>* y) {
+void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y,
+                                 const Array<unsigned char>* row_active) {
   CONDSIM_CHECK(x.backend() == values_.backend() && y->backend() == values_.backend(),
                 "SpMV: x and y must live on the matrix's backend");
   CONDSIM_CHECK(x.size() == pattern_.cols(),
@@ -158,11 +158,13 @@ void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar be
   CONDSIM_CHECK(y->size() == pattern_.rows(),
                 "SpMV: y has " << y->size() << " entries, the matrix has " << pattern_.rows() << " rows");
   CONDSIM_CHECK(x.data() != y->data() || x.size() == 0, "SpMV: y may not alias x");
+  CONDSIM_CHECK(row_active == nullptr || (row_active->backend() == values_.backend() && row_active->size() == pattern_.block_rows),
+                "SpMV: row_active needs one flag per block row (" << pattern_.block_rows << ") on the matrix's backend");
   if (values_changed_) {
     OnValuesChanged();
     values_changed_ = false;
   }
-  if (pattern_.rows() > 0) DoMultiply(alpha, x.data(), beta, y->data());
+  if (pattern_.rows() > 0) DoMultiply(alpha, x.data(), beta, y->data(), row_active ? row_active->data() : nullptr);
 }
 
 BackendSelection MakeBackend(BackendChoice choice, const BackendOptions& options) {

@@ -87,7 +87,7 @@ class CudaBlockMatrix final : public DeviceBlockMatrix {
 
  protected:
   void OnValuesChanged() override;
-  void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) override;
+  void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) override;
 
  private:
   CudaBackend* cuda_;
@@ -319,11 +319,12 @@ void CudaBlockMatrix::OnValuesChanged() {
   }
 }
 
-void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) {
+void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) {
+  // cuSPARSE computes every row (row_active only lets rows be skipped)
   if (format_ == SpmvFormat::kRowLoop) {
     cuda::ParallelFor(pattern_.block_rows,
                       BsrRowSpmvOp{pattern_.block_dim, row_ptr_.data(), col_idx_.data(),
-                                   values_.data(), alpha, x, beta, y},
+                                   values_.data(), alpha, x, beta, y, row_active},
                       cuda_->stream());
     return;
   }

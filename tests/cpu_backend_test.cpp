@@ -139,5 +139,26 @@ TEST(CpuBackend, RefreshedValuesAreUsed) {
   EXPECT_EQ(y.ToHost(), (std::vector<Scalar>{-1, 10}));
 }
 
+// row flags (batched solves): flagged rows equal the full product bitwise, the others keep y
+TEST(CpuBackend, RowFlagsSkipRows) {
+  std::mt19937_64 rng(7);
+  auto backend = Cpu(2);
+  BlockMatrix a(test::RandomPattern(rng, 3, 30, 4.0));
+  a.values = test::RandomVector(rng, Index(a.pattern.nnz()));
+  auto m = backend->CreateMatrix(a.pattern);
+  m->SetValues(a.values);
+  const std::vector<Scalar> xh = test::RandomVector(rng, a.pattern.cols()), y0 = test::RandomVector(rng, a.pattern.rows());
+  std::vector<unsigned char> flags(std::size_t(a.pattern.block_rows));
+  for (auto& f : flags) f = rng() % 2;
+  Array<Scalar> x(backend.get(), xh), full(backend.get(), y0), part(backend.get(), y0);
+  Array<unsigned char> rows(backend.get(), flags);
+  m->Multiply(0.5, x, 2, &full);
+  m->Multiply(0.5, x, 2, &part, &rows);
+  const std::vector<Scalar> f = full.ToHost(), p = part.ToHost();
+  for (Index r = 0; r < a.pattern.rows(); ++r) EXPECT_EQ(p[std::size_t(r)], flags[std::size_t(r / 3)] ? f[std::size_t(r)] : y0[std::size_t(r)]) << r;
+  Array<unsigned char> wrong(backend.get(), std::vector<unsigned char>(3, 1));
+  EXPECT_THROW(m->Multiply(1, x, 0, &part, &wrong), Error);
+}
+
 }  // namespace
 }  // namespace condsim

@@ -193,8 +193,12 @@ class DeviceBlockMatrix {
     return values_;
   }
   void SetValues(const std::vector<Scalar>& host_values);
-  // y = alpha A x + beta y; y is not read when beta == 0; y may not alias x
-  void Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y);
+  // y = alpha A x + beta y; y is not read when beta == 0; y may not alias x. With row_active
+  // (one flag per block row), the rows of block rows flagged 0 need not be computed: the CPU and
+  // the row-loop CUDA path leave them as they are, cuSPARSE computes them (batched solves skip
+  // the rows of environments that stopped)
+  void Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y,
+                const Array<unsigned char>* row_active = nullptr);
   const Array<Index>& row_ptr() const { return row_ptr_; }
   const Array<Index>& col_idx() const { return col_idx_; }
 
@@ -202,7 +206,8 @@ class DeviceBlockMatrix {
   DeviceBlockMatrix(Backend* backend, const BlockPattern& pattern);
   // values_ changed since the last product (e.g. regather a CSR copy)
   virtual void OnValuesChanged() {}
-  virtual void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) = 0;
+  // row_active: null, or one flag per block row (see Multiply)
+  virtual void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) = 0;
 
   BlockPattern pattern_;
   Array<Index> row_ptr_;

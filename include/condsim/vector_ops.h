@@ -52,8 +52,10 @@ struct BsrRowSpmvOp {
   const Scalar* x;
   Scalar beta;
   Scalar* y;
+  const unsigned char* row_active = nullptr;  // null: every block row; else rows flagged 0 are skipped
 
   CONDSIM_HD_INLINE void operator()(Index block_row) const {
+    if (row_active != nullptr && row_active[block_row] == 0) return;
     const std::int64_t bs = std::int64_t(block_dim) * block_dim;
     for (Index i = 0; i < block_dim; ++i) {
       Scalar sum = 0;

@@ -132,15 +132,19 @@ struct BodyModeGateOp {
   }
 };
 
-// per coarse row k (6 per patch): dv_k = -(A_c^-1 g)_k within the patch's body
+// per coarse row k (6 per patch): dv_k = -(A_c^-1 g)_k within the patch's body (patches of
+// stopped environments skipped: their dv is not used)
 struct BodyModeSolveOp {
   static constexpr Index kGrain = 2048;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* ac_inv;
   const Scalar* g;
+  const Index* node_env;
+  const unsigned char* env_active;
   Scalar* dv;  // 6 per patch
   CONDSIM_HD_INLINE void operator()(Index k) const {
     const Index p = k / 6, b = m.patch_body[p], first = m.body_ptr[b];
+    if (m.ptr[p + 1] > m.ptr[p] && !env_active[node_env[m.node[m.ptr[p]]]]) return;
     const Index ld = 6 * (m.body_ptr[b + 1] - first);
     const Scalar* row = ac_inv + m.c_off[b] + std::int64_t(6 * (p - first) + k % 6) * ld;
     const Scalar* gb = g + 6 * std::int64_t(first);
@@ -151,16 +155,19 @@ struct BodyModeSolveOp {
 };
 
 // per listed node: v_i += Z_i dv_p = dv_lin + dv_ang x r and r_i += sum_P T_iP dv_P (r stays
-// A v - b)
+// A v - b); nodes of stopped environments skipped (their iterate is not committed)
 struct BodyModeApplyOp {
   static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* t;
   const Scalar* dv;
+  const Index* node_env;
+  const unsigned char* env_active;
   Scalar* v;
   Scalar* r;
   CONDSIM_HD_INLINE void operator()(Index q) const {
     const Index i = m.node[q], p = m.node_patch[i];
+    if (!env_active[node_env[i]]) return;
     AddVec3(v, i, LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q)));
     Vec3 dr;
     for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {

@@ -231,8 +231,9 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   CondKernels& k = *ctx_->kernels;
   k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
   if (free_) k.BodyModeGate(num_patches_, BodyModeGateOp{view, ctx_->lambda.data(), loaded_.data(), g_.data()});
-  k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), dv_.data()});
-  k.BodyModeApply(listed_, BodyModeApplyOp{view, t_.data(), dv_.data(), v_keep_.data(), ctx_->r.data()});
+  k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), ctx_->node_env.data(), ctx_->env_active.data(), dv_.data()});
+  k.BodyModeApply(listed_, BodyModeApplyOp{view, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v_keep_.data(),
+                                           ctx_->r.data()});
   return v_keep_;
 }
 

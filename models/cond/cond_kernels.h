@@ -13,7 +13,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp> {
@@ -48,6 +48,9 @@ class CondKernels
   }
   void EnvScalarToDof(Index n, const Index* node_env, const Scalar* alpha_env, Scalar* w) {
     Run(n, EnvScalarToDofOp{node_env, alpha_env, w});
+  }
+  void EnvRowMask(Index nodes, const Index* node_env, const unsigned char* env_active, unsigned char* row_active) {
+    Run(nodes, EnvRowMaskOp{node_env, env_active, row_active});
   }
   void Permute(Index n, const Index* perm, const Scalar* x, Scalar* y) { Run(n, PermuteOp{perm, x, y}); }
   void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }

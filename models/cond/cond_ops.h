@@ -182,6 +182,14 @@ struct EnvScalarToDofOp {
   }
 };
 
+// per node: whether its environment still iterates (the SpMV's row flags)
+struct EnvRowMaskOp {
+  const Index* node_env;
+  const unsigned char* env_active;
+  unsigned char* row_active;
+  CONDSIM_HD_INLINE void operator()(Index k) const { row_active[k] = env_active[node_env[k]]; }
+};
+
 // y = x[perm]: a vector's DOFs grouped by environment (interleaved environments' segmented
 // reductions)
 struct PermuteOp {

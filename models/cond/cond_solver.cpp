@@ -122,6 +122,11 @@ void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
   contacts_dirty_ = true;
 }
 
+void CondSolver::SetActive(const std::vector<unsigned char>& active) {
+  ctx_.env_active.CopyFromHost(active);
+  if (ctx_.num_envs > 1) kernels_->EnvRowMask(ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), row_active_.data());
+}
+
 void CondSolver::SetEnabledEnvironments(const std::vector<unsigned char>& enabled) { ctx_.env_enabled = enabled; }
 
 void CondSolver::SetContacts(const ContactSet& contacts) {
@@ -251,6 +256,8 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     env_scalar_ = Array<Scalar>(b, ctx_.num_envs);
     env_theta2_ = Array<Scalar>(b, ctx_.num_envs);
     ctx_.env_active = Array<unsigned char>(b, ctx_.num_envs);
+    row_active_ = ctx_.num_envs > 1 ? Array<unsigned char>(b, nodes) : Array<unsigned char>();
+    b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
     step_.Resize();
     contacts_dirty_ = true;
     mass_dirty_ = true;
@@ -412,7 +419,7 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
     }
     loop->theta_prev[e] = theta;
   }
-  if (changed) ctx_.env_active.CopyFromHost(loop->active);
+  if (changed) SetActive(loop->active);
   kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
   if (params_.record_history) st->history.push_back(worst);
   // environments below theta_th stop (Alg. 1 line 13); with the momentum check they first pass
@@ -430,7 +437,7 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
       --loop->running;
     }
   }
-  if (changed) ctx_.env_active.CopyFromHost(loop->active);
+  if (changed) SetActive(loop->active);
 }
 
 void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
@@ -465,7 +472,7 @@ void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
     changed = true;
     --loop->running;
   }
-  if (changed) ctx_.env_active.CopyFromHost(loop->active);
+  if (changed) SetActive(loop->active);
 }
 
 CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v) {
@@ -489,7 +496,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
       loop.active[e] = 0;
       --loop.running;
     }
-  ctx_.env_active.CopyFromHost(loop.active);
+  SetActive(loop.active);
   CondStats st;
   st.num_contacts = ctx_.contacts_host.size();
   st.num_colors = static_cast<Index>(ctx_.color_ptr.size()) - 1;
@@ -502,7 +509,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
-    a.Multiply(1, *v, 0, &ctx_.r);
+    a.Multiply(1, *v, 0, &ctx_.r, row_mask());
     backend_->Axpby(-1, b, 1, &ctx_.r);
     // the momentum check of the environments whose theta passed in the last iteration
     CheckMomentum(&loop, &st);
@@ -514,7 +521,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   }
   // at l_max the last iterate's momentum check needs one more r
   if (loop.any_pending) {
-    a.Multiply(1, *v, 0, &ctx_.r);
+    a.Multiply(1, *v, 0, &ctx_.r, row_mask());
     backend_->Axpby(-1, b, 1, &ctx_.r);
     CheckMomentum(&loop, &st);
   }

@@ -158,6 +158,9 @@ class CondSolver {
   // the bodies' DOF ranges, masks and masses for this node layout
   void PrepareMomentum();
   bool momentum_check() const { return params_.stop_rule == StopRule::kMomentum && !body_mass_.empty(); }
+  // the running environments to the backend, with the SpMV's row flags (batches)
+  void SetActive(const std::vector<unsigned char>& active);
+  const Array<unsigned char>* row_mask() const { return ctx_.num_envs > 1 ? &row_active_ : nullptr; }
 
   Backend* backend_;
   CondParams params_;
@@ -166,6 +169,7 @@ class CondSolver {
   bool contacts_dirty_ = true;
   // per DOF / per environment arrays of the loop
   Array<Scalar> v_prev_, diff_, env_scalar_, env_theta2_;
+  Array<unsigned char> row_active_;  // per node: its environment still iterates (num_envs > 1)
   // the momentum check: SetMassDiagonal's values, per body its DOF range, the masks of its
   // x, y, z DOFs with mass, its mass, its nodes with mass and its environment
   std::vector<Scalar> mass_host_;
