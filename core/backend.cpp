@@ -42,9 +42,25 @@ void CheckSameBackend(const Backend* self, const void* array_backend, const char
 }
 }  // namespace
 
+BackendCounters BackendCounters::operator-(const BackendCounters& since) const {
+  BackendCounters d;
+  d.allocations = allocations - since.allocations;
+  d.allocated_bytes = allocated_bytes - since.allocated_bytes;
+  d.frees = frees - since.frees;
+  d.uploads = uploads - since.uploads;
+  d.upload_bytes = upload_bytes - since.upload_bytes;
+  d.downloads = downloads - since.downloads;
+  d.download_bytes = download_bytes - since.download_bytes;
+  d.launches = launches - since.launches;
+  return d;
+}
+
 void Backend::Fill(Scalar value, Array<Scalar>* y) {
   CheckSameBackend(this, y->backend(), "Fill: y");
-  if (y->size() > 0) DoFill(y->size(), value, y->data());
+  if (y->size() > 0) {
+    ++counters_.launches;
+    DoFill(y->size(), value, y->data());
+  }
 }
 
 void Backend::Copy(const Array<Scalar>& x, Array<Scalar>* y) {
@@ -59,7 +75,10 @@ void Backend::Axpby(Scalar a, const Array<Scalar>& x, Scalar b, Array<Scalar>* y
   CheckSameBackend(this, x.backend(), "Axpby: x");
   CheckSameBackend(this, y->backend(), "Axpby: y");
   CONDSIM_CHECK(x.size() == y->size(), "Axpby: sizes differ (" << x.size() << " vs " << y->size() << ")");
-  if (x.size() > 0) DoAxpby(x.size(), a, x.data(), b, y->data());
+  if (x.size() > 0) {
+    ++counters_.launches;
+    DoAxpby(x.size(), a, x.data(), b, y->data());
+  }
 }
 
 void Backend::Multiply(const Array<Scalar>& x, const Array<Scalar>& y, Array<Scalar>* z) {
@@ -68,14 +87,20 @@ void Backend::Multiply(const Array<Scalar>& x, const Array<Scalar>& y, Array<Sca
   CheckSameBackend(this, z->backend(), "Multiply: z");
   CONDSIM_CHECK(x.size() == y.size() && y.size() == z->size(),
                 "Multiply: sizes differ (" << x.size() << ", " << y.size() << ", " << z->size() << ")");
-  if (x.size() > 0) DoMultiply(x.size(), x.data(), y.data(), z->data());
+  if (x.size() > 0) {
+    ++counters_.launches;
+    DoMultiply(x.size(), x.data(), y.data(), z->data());
+  }
 }
 
 Scalar Backend::Dot(const Array<Scalar>& x, const Array<Scalar>& y) {
   CheckSameBackend(this, x.backend(), "Dot: x");
   CheckSameBackend(this, y.backend(), "Dot: y");
   CONDSIM_CHECK(x.size() == y.size(), "Dot: sizes differ (" << x.size() << " vs " << y.size() << ")");
-  return x.size() > 0 ? DoDot(x.size(), x.data(), y.data()) : Scalar(0);
+  if (x.size() == 0) return 0;
+  ++counters_.launches;
+  CountRead(sizeof(Scalar));
+  return DoDot(x.size(), x.data(), y.data());
 }
 
 Scalar Backend::Norm2(const Array<Scalar>& x) { return std::sqrt(Dot(x, x)); }
@@ -84,19 +109,28 @@ Index Backend::ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out)
   CheckSameBackend(this, in.backend(), "ExclusiveScan: in");
   CheckSameBackend(this, out->backend(), "ExclusiveScan: out");
   CONDSIM_CHECK(n >= 0 && n <= in.size() && n <= out->size(), "ExclusiveScan: n = " << n << " exceeds the arrays");
-  return n > 0 ? DoExclusiveScan(n, in.data(), out->data()) : 0;
+  if (n == 0) return 0;
+  ++counters_.launches;
+  CountRead(sizeof(Index));
+  return DoExclusiveScan(n, in.data(), out->data());
 }
 
 void Backend::SortPairs(Index n, Array<std::uint64_t>* keys, Array<Index>* values) {
   CheckSameBackend(this, keys->backend(), "SortPairs: keys");
   CheckSameBackend(this, values->backend(), "SortPairs: values");
   CONDSIM_CHECK(n >= 0 && n <= keys->size() && n <= values->size(), "SortPairs: n = " << n << " exceeds the arrays");
-  if (n > 1) DoSortPairs(n, keys->data(), values->data());
+  if (n > 1) {
+    ++counters_.launches;
+    DoSortPairs(n, keys->data(), values->data());
+  }
 }
 
 Scalar Backend::MaxAbs(const Array<Scalar>& x) {
   CheckSameBackend(this, x.backend(), "MaxAbs: x");
-  return x.size() > 0 ? DoMaxAbs(x.size(), x.data()) : Scalar(0);
+  if (x.size() == 0) return 0;
+  ++counters_.launches;
+  CountRead(sizeof(Scalar));
+  return DoMaxAbs(x.size(), x.data());
 }
 
 Index Backend::CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const {
@@ -123,7 +157,10 @@ void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y,
   CheckSameBackend(this, out->backend(), "SegmentedDot: out");
   CONDSIM_CHECK(x.size() == y.size(), "SegmentedDot: sizes differ (" << x.size() << " vs " << y.size() << ")");
   const Index end = CheckSegments(offsets, x.size(), out->size());
-  if (out->size() > 0) DoSegmentedDot(out->size(), offsets.data(), end, x.data(), y.data(), out->data());
+  if (out->size() > 0) {
+    ++counters_.launches;
+    DoSegmentedDot(out->size(), offsets.data(), end, x.data(), y.data(), out->data());
+  }
 }
 
 void Backend::SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets,
@@ -131,7 +168,10 @@ void Backend::SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offset
   CheckSameBackend(this, x.backend(), "SegmentedMaxAbs: x");
   CheckSameBackend(this, out->backend(), "SegmentedMaxAbs: out");
   const Index end = CheckSegments(offsets, x.size(), out->size());
-  if (out->size() > 0) DoSegmentedMaxAbs(out->size(), offsets.data(), end, x.data(), out->data());
+  if (out->size() > 0) {
+    ++counters_.launches;
+    DoSegmentedMaxAbs(out->size(), offsets.data(), end, x.data(), out->data());
+  }
 }
 
 DeviceBlockMatrix::DeviceBlockMatrix(Backend* backend, const BlockPattern& pattern)
@@ -164,7 +204,10 @@ void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar be
     OnValuesChanged();
     values_changed_ = false;
   }
-  if (pattern_.rows() > 0) DoMultiply(alpha, x.data(), beta, y->data(), row_active ? row_active->data() : nullptr);
+  if (pattern_.rows() > 0) {
+    ++y->backend()->mutable_counters()->launches;
+    DoMultiply(alpha, x.data(), beta, y->data(), row_active ? row_active->data() : nullptr);
+  }
 }
 
 BackendSelection MakeBackend(BackendChoice choice, const BackendOptions& options) {

@@ -47,16 +47,16 @@ class CpuBackend final : public Backend {
     return "cpu (OpenMP, " + std::to_string(t) + " thread" + (t == 1 ? "" : "s") + ")";
   }
 
-  void* Allocate(std::size_t bytes) override {
+  void* DoAllocate(std::size_t bytes) override {
     // 64-byte alignment: whole cache lines, vectorizable loops
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (p == nullptr) throw Error("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
     return p;
   }
-  void Free(void* ptr) noexcept override { std::free(ptr); }
-  void CopyFromHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void CopyToHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void CopyWithin(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
+  void DoFree(void* ptr) noexcept override { std::free(ptr); }
+  void DoCopyFromHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void DoCopyToHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void DoCopyWithin(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
   void Synchronize() override {}
   int threads() const { return threads_; }
 

@@ -7,7 +7,7 @@ namespace condsim::cpu {
 
 template <class Set>
 std::unique_ptr<Set> MakeKernels(Backend& backend) {
-  return std::make_unique<KernelSetImpl<Exec, Set>>(Exec{CpuThreads(backend)});
+  return std::make_unique<KernelSetImpl<Exec, Set>>(Exec{CpuThreads(backend), backend.mutable_counters()});
 }
 
 #define CONDSIM_INSTANTIATE_KERNELS(Set) template std::unique_ptr<Set> MakeKernels<Set>(Backend&);

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "condsim/backend.h"
 #include "condsim/core.h"
 
 namespace condsim::cpu {
@@ -63,8 +64,10 @@ void ParallelFor(int threads, Index n, const F& f, Index grain = GrainOf<F>::val
 // the executor that model kernel sets are instantiated with (models/kernel_set.h)
 struct Exec {
   int threads;
+  BackendCounters* counters;  // launches counted here
   template <class F>
   void For(Index n, const F& f) const {
+    ++counters->launches;
     ParallelFor(threads, n, f);
   }
 };

@@ -128,7 +128,7 @@ class CudaBackend final : public Backend {
            ToString(format_) + ")";
   }
 
-  void* Allocate(std::size_t bytes) override {
+  void* DoAllocate(std::size_t bytes) override {
     void* p = nullptr;
     const cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
@@ -138,20 +138,20 @@ class CudaBackend final : public Backend {
     }
     return p;
   }
-  void Free(void* ptr) noexcept override {
+  void DoFree(void* ptr) noexcept override {
     // pending work may still read the buffer
     cudaStreamSynchronize(stream_);
     cudaFree(ptr);
   }
-  void CopyFromHost(void* dst, const void* src, std::size_t bytes) override {
+  void DoCopyFromHost(void* dst, const void* src, std::size_t bytes) override {
     CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
     CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-  void CopyToHost(void* dst, const void* src, std::size_t bytes) override {
+  void DoCopyToHost(void* dst, const void* src, std::size_t bytes) override {
     CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-  void CopyWithin(void* dst, const void* src, std::size_t bytes) override {
+  void DoCopyWithin(void* dst, const void* src, std::size_t bytes) override {
     CONDSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
   void Synchronize() override { CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -190,12 +190,12 @@ class CudaBackend final : public Backend {
   Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
     // the total is the last input plus its prefix; read the input first (out may alias it)
     Index last = 0, prefix = 0;
-    CopyToHost(&last, in + (n - 1), sizeof(Index));
+    DoCopyToHost(&last, in + (n - 1), sizeof(Index));
     std::size_t bytes = 0;
     CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, stream_));
     void* tmp = Scratch(bytes);
     CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, n, stream_));
-    CopyToHost(&prefix, out + (n - 1), sizeof(Index));
+    DoCopyToHost(&prefix, out + (n - 1), sizeof(Index));
     return prefix + last;
   }
   void DoSortPairs(Index n, std::uint64_t* keys, Index* values) override {
@@ -234,7 +234,7 @@ class CudaBackend final : public Backend {
   Scalar Reduce(Index n, It in, Op op, Scalar init) {
     ReduceInto(n, in, op, init, result_);
     Scalar host = 0;
-    CopyToHost(&host, result_, sizeof(Scalar));
+    DoCopyToHost(&host, result_, sizeof(Scalar));
     return host;
   }
 

@@ -8,7 +8,7 @@ namespace condsim::cuda {
 
 template <class Set>
 std::unique_ptr<Set> MakeKernels(Backend& backend) {
-  return std::make_unique<KernelSetImpl<Exec, Set>>(Exec{CudaStream(backend)});
+  return std::make_unique<KernelSetImpl<Exec, Set>>(Exec{CudaStream(backend), backend.mutable_counters()});
 }
 
 #define CONDSIM_INSTANTIATE_KERNELS(Set) template std::unique_ptr<Set> MakeKernels<Set>(Backend&);

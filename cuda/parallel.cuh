@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "condsim/backend.h"
 #include "condsim/core.h"
 #include "condsim/error.h"
 
@@ -45,8 +46,10 @@ void ParallelFor(Index n, const F& f, cudaStream_t stream = nullptr) {
 // the executor that model kernel sets are instantiated with (models/kernel_set.h)
 struct Exec {
   cudaStream_t stream;
+  BackendCounters* counters;  // launches counted here
   template <class F>
   void For(Index n, const F& f) const {
+    ++counters->launches;
     ParallelFor(n, f, stream);
   }
 };

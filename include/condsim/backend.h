@@ -56,6 +56,19 @@ template <class T>
 class Array;
 class DeviceBlockMatrix;
 
+// what a backend was asked to do, counted as the host sees it (the same counts on every backend,
+// so a CPU run measures a GPU run's allocations, transfers and launches): reductions that return
+// a value to the host (Dot, Norm2, MaxAbs, ExclusiveScan) count as one download of that value,
+// a library call (CUB, cuSPARSE) as one launch
+struct BackendCounters {
+  std::int64_t allocations = 0, allocated_bytes = 0, frees = 0;
+  std::int64_t uploads = 0, upload_bytes = 0;      // host -> backend
+  std::int64_t downloads = 0, download_bytes = 0;  // backend -> host
+  std::int64_t launches = 0;                       // kernels and primitives
+  // the counts from `since` to this
+  BackendCounters operator-(const BackendCounters& since) const;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -66,12 +79,34 @@ class Backend {
   // one line: the backend, its device/threads
   virtual std::string Describe() const = 0;
 
-  // ---- raw memory (pointers are only dereferenceable by this backend's code)
-  virtual void* Allocate(std::size_t bytes) = 0;
-  virtual void Free(void* ptr) noexcept = 0;
-  virtual void CopyFromHost(void* dst, const void* host_src, std::size_t bytes) = 0;
-  virtual void CopyToHost(void* host_dst, const void* src, std::size_t bytes) = 0;
-  virtual void CopyWithin(void* dst, const void* src, std::size_t bytes) = 0;
+  // ---- raw memory (pointers are only dereferenceable by this backend's code); counted
+  void* Allocate(std::size_t bytes) {
+    ++counters_.allocations;
+    counters_.allocated_bytes += std::int64_t(bytes);
+    return DoAllocate(bytes);
+  }
+  void Free(void* ptr) noexcept {
+    ++counters_.frees;
+    DoFree(ptr);
+  }
+  void CopyFromHost(void* dst, const void* host_src, std::size_t bytes) {
+    ++counters_.uploads;
+    counters_.upload_bytes += std::int64_t(bytes);
+    DoCopyFromHost(dst, host_src, bytes);
+  }
+  void CopyToHost(void* host_dst, const void* src, std::size_t bytes) {
+    ++counters_.downloads;
+    counters_.download_bytes += std::int64_t(bytes);
+    DoCopyToHost(host_dst, src, bytes);
+  }
+  void CopyWithin(void* dst, const void* src, std::size_t bytes) {
+    ++counters_.launches;
+    DoCopyWithin(dst, src, bytes);
+  }
+  // allocations, transfers and launches so far
+  const BackendCounters& counters() const { return counters_; }
+  // kernel sets count their launches here
+  BackendCounters* mutable_counters() { return &counters_; }
   // waits for all queued work (a no-op on the CPU)
   virtual void Synchronize() = 0;
 
@@ -105,6 +140,16 @@ class Backend {
 
  protected:
   Backend() = default;
+  virtual void* DoAllocate(std::size_t bytes) = 0;
+  virtual void DoFree(void* ptr) noexcept = 0;
+  virtual void DoCopyFromHost(void* dst, const void* host_src, std::size_t bytes) = 0;
+  virtual void DoCopyToHost(void* host_dst, const void* src, std::size_t bytes) = 0;
+  virtual void DoCopyWithin(void* dst, const void* src, std::size_t bytes) = 0;
+  // a value read back by the host (a reduction's result)
+  void CountRead(std::size_t bytes) {
+    ++counters_.downloads;
+    counters_.download_bytes += std::int64_t(bytes);
+  }
   virtual void DoFill(Index n, Scalar value, Scalar* y) = 0;
   virtual void DoAxpby(Index n, Scalar a, const Scalar* x, Scalar b, Scalar* y) = 0;
   virtual void DoMultiply(Index n, const Scalar* x, const Scalar* y, Scalar* z) = 0;
@@ -122,6 +167,7 @@ class Backend {
  private:
   // returns offsets[last]
   Index CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const;
+  BackendCounters counters_;
 };
 
 // a typed array owned by a backend (device memory for CUDA); move-only
