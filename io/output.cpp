@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "condsim/build_commit.h"
 #include "condsim/build_info.h"
 #include "condsim/error.h"
@@ -213,6 +215,17 @@ void WriteStringAttr(hid_t loc, const std::string& name, const std::string& valu
   if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason() + ")");
 }
 
+// a scalar numeric attribute
+void WriteScalarAttr(hid_t loc, const std::string& name, hid_t type, const void* value, const std::string& file) {
+  errno = 0;
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason() + ")");
+}
+
 }  // namespace
 
 struct Recorder::File {
@@ -243,8 +256,8 @@ struct Recorder::File {
 struct Recorder::File {};
 #endif
 
-Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld& world)
-    : path_(path), scene_name_(scene.name) {
+Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld& world, const RecordEpisode& episode)
+    : path_(path), scene_name_(scene.name), env_(world.env), first_body_(world.first_body) {
   // the bodies: FEM, cables, then the scene's rigid bodies and each gripper's parts
   for (std::size_t k = 0; k < scene.fem.size(); ++k) {
     const SceneFem& f = scene.fem[k];
@@ -288,6 +301,16 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
     WriteStringAttr(f.id, "scene_hash", HashHex(scene.hash), path);
     WriteStringAttr(f.id, "commit", CONDSIM_GIT_COMMIT, path);
     WriteStringAttr(f.id, "status", "running", path);
+    // a batch member: its seed, the values drawn (full precision), its episode
+    if (scene.randomized) {
+      WriteScalarAttr(f.id, "seed", H5T_NATIVE_UINT64, &scene.seed, path);
+      nlohmann::json values = nlohmann::json::object();
+      for (const SceneRandom& r : scene.randomization)
+        for (const std::string& p : r.paths) values[p] = r.value;
+      WriteStringAttr(f.id, "randomization", values.dump(), path);
+    }
+    if (episode.index >= 0) WriteScalarAttr(f.id, "episode", H5T_NATIVE_INT64, &episode.index, path);
+    if (episode.steps >= 0) WriteScalarAttr(f.id, "steps", H5T_NATIVE_INT64, &episode.steps, path);
     f.time = Appendable(f.id, "time", dbl, {}, path);
     const hid_t bodies = MakeGroup(f.id, "bodies", path);
     f.groups.push_back(bodies);
@@ -459,11 +482,14 @@ void Recorder::AddFrame(const SceneWorld& sw) {
   }
   std::vector<Scalar> position, normal, impulse;
   std::vector<Index> bodies;
+  // this environment's contacts, body ids local to its scene (-1, the static world, stays)
+  const auto local = [&](Index id) { return id >= 0 ? id - first_body_ : id; };
   for (const ContactRecord& c : w.contacts()) {
+    if (c.env != env_) continue;
     position.insert(position.end(), {c.position[0], c.position[1], c.position[2]});
     normal.insert(normal.end(), {c.normal[0], c.normal[1], c.normal[2]});
     impulse.insert(impulse.end(), {c.lambda[0], c.lambda[1], c.lambda[2]});
-    bodies.insert(bodies.end(), {c.body_i, c.body_j});
+    bodies.insert(bodies.end(), {local(c.body_i), local(c.body_j)});
   }
   const hsize_t nc = bodies.size() / 2;
   f.contact_position.Append(nc, position.data());

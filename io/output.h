@@ -28,16 +28,25 @@ std::string EscapeXml(const std::string& text);
 // "_2", "_3", ...
 std::vector<std::string> UniqueGroupNames(const std::vector<std::string>& names);
 
+// what a batch episode adds to its file's root attributes (condsim batch, docs/batch.md)
+struct RecordEpisode {
+  long long index = -1;  // episode index (attribute `episode`; -1: none)
+  long long steps = -1;  // steps asked for (attribute `steps`; -1: none)
+};
+
 class Recorder {
  public:
   // creates path.part with every dataset empty; throws condsim::Error naming the file when it
-  // cannot (or when condsim was built without HDF5)
-  Recorder(const std::string& path, const Scene& scene, const SceneWorld& world);
+  // cannot (or when condsim was built without HDF5). The world may be one environment of a batch
+  // (BuildBatch): only its bodies and contacts are recorded, with body ids local to its scene
+  // (id - world.first_body). A scene loaded with a seed adds the attributes `seed` and
+  // `randomization` (JSON: pointer -> value used).
+  Recorder(const std::string& path, const Scene& scene, const SceneWorld& world, const RecordEpisode& episode = {});
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // one step's statistics (kept until the next frame)
+  // one step's statistics (kept until the next frame); in a batch, EnvironmentStats(stats, env)
   void AddStats(const StepStats& stats);
   // the state after a step (with the statistics since the last frame), appended to the file
   void AddFrame(const SceneWorld& world);
@@ -61,6 +70,7 @@ class Recorder {
 
   std::string path_;
   std::string scene_name_;
+  Index env_ = 0, first_body_ = 0;  // the recorded environment and its first body id
   std::vector<Track> tracks_;
   std::vector<Scalar> time_;       // per frame (also in the file; the sidecar needs them)
   std::unique_ptr<File> file_;
