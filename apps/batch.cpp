@@ -392,7 +392,9 @@ int RunBatch(const std::vector<std::string>& argv) {
       finished = RunWave(o, wave, sel.backend.get(), &progress, &outcomes);
     } catch (const WaveDiverged&) {
       // the World could not isolate the failing environment: each episode again, alone
-      if (!o.quiet) std::cerr << "condsim batch: an environment diverged without isolation; its wave runs one episode at a time\n";
+      std::cerr << "condsim batch: warning: the World did not isolate a diverging environment; episodes";
+      for (long long i : wave) std::cerr << " " << i;
+      std::cerr << " run again one at a time\n";
       finished = true;
       for (long long i : wave)
         if (finished) finished = RunWave(o, {i}, sel.backend.get(), &progress, &outcomes);

@@ -47,10 +47,12 @@ same)
   same_as_run "$work/b" "$box" "--steps 30"
   ;;
 failure)
-  "$condsim" batch "$src/tests/data/unstable_batch.json" --envs "$envs" --episodes 3 --backend cpu --threads 1 --quiet --out "$work/b" > "$work/out.txt"
+  "$condsim" batch "$src/tests/data/unstable_batch.json" --envs "$envs" --episodes 3 --backend cpu --threads 1 --quiet --out "$work/b" > "$work/out.txt" 2> "$work/err.txt"
   rc=$?
-  cat "$work/out.txt"
+  cat "$work/out.txt" "$work/err.txt"
   [ $rc -eq 3 ] || fail "expected exit 3, got $rc"
+  # the failing environments left the batch inside the World (no re-run one at a time)
+  grep -q "did not isolate" "$work/err.txt" && fail "the World did not isolate the failure"
   $check seeds "$work/b/manifest.h5" > "$work/seeds.txt"
   cat "$work/seeds.txt"
   awk '{print $1, $3, $4}' "$work/seeds.txt" | tr '\n' ';' | grep -qx "0 complete 20;1 failed 0;2 failed 3;" || fail "manifest statuses"
