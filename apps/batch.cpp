@@ -6,6 +6,7 @@
 // boundary and drop the running episodes' .part files. `condsim batch merge DIR` joins the
 // shard manifests. Exit codes: 0 every episode complete, 3 some failed, 1 error, 128 + signal
 // when interrupted.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -142,6 +143,14 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
   std::vector<SceneWorld> sws = BuildBatch(scenes, backend);
   World& world = *sws[0].world;
   world.set_isolate_failures(true);
+  // the world's contacts by environment, sorted once per frame
+  std::vector<std::vector<Index>> by_env(n);
+  const auto sort_contacts = [&] {
+    for (std::vector<Index>& ids : by_env) ids.clear();
+    const std::vector<ContactRecord>& all = world.contacts();
+    for (std::size_t m = 0; m < all.size(); ++m)
+      if (all[m].env >= 0 && std::size_t(all[m].env) < n) by_env[std::size_t(all[m].env)].push_back(Index(m));
+  };
   std::vector<std::unique_ptr<Recorder>> rec(n);
   std::vector<Outcome> out(n);
   std::vector<char> active(n, 1);
@@ -151,8 +160,9 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
     info.index = episodes[e];
     info.steps = o.steps;
     rec[e] = std::make_unique<Recorder>(o.out_dir + "/" + EpisodeName(episodes[e]), scenes[e], sws[e], info);
-    rec[e]->AddFrame(sws[e]);
   }
+  sort_contacts();
+  for (std::size_t e = 0; e < n; ++e) rec[e]->AddFrame(sws[e], &by_env[e]);
   std::size_t running = n;
   for (long long step = 0; step < o.steps && running > 0; ++step) {
     if (g_stop_signal.load() != 0) return false;  // the recorders' destructors drop the .part files
@@ -168,6 +178,8 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
       st.envs[0].failed = true;
       st.envs[0].failure = err.what();
     }
+    const bool frame = (step + 1) % o.every == 0;
+    if (frame) sort_contacts();
     for (std::size_t e = 0; e < n; ++e) {
       if (!active[e]) continue;
       const EnvStepStats& es = st.envs.at(e);
@@ -181,8 +193,8 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
         progress->EpisodeDone(o.steps - step);
         continue;
       }
-      rec[e]->AddStats(EnvironmentStats(st, Index(e)));
-      if ((step + 1) % o.every == 0) rec[e]->AddFrame(sws[e]);
+      rec[e]->AddStats(st, Index(e));  // = AddStats(EnvironmentStats(st, e)), without the copy
+      if (frame) rec[e]->AddFrame(sws[e], &by_env[e]);
       out[e].steps_done = step + 1;
     }
     progress->Steps(long(running));
@@ -356,6 +368,17 @@ int RunBatch(const std::vector<std::string>& argv) {
   // frames at the scene's output rate; without one, the first and the last state
   o.every = scene.frame_rate > 0 ? std::max<long long>(1, std::llround(1 / (scene.frame_rate * scene.world.dt))) : o.steps;
   const std::string scene_hash = HashHex(scene.hash);
+  // a wave keeps one open file per episode: the open-file limit raised to what it needs
+  struct rlimit files {};
+  const rlim_t needed = rlim_t(o.envs) + 64;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY && files.rlim_cur < needed) {
+    files.rlim_cur = files.rlim_max == RLIM_INFINITY ? needed : std::min(files.rlim_max, needed);
+    setrlimit(RLIMIT_NOFILE, &files);
+    getrlimit(RLIMIT_NOFILE, &files);
+    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < needed)
+      throw Error("option --envs: " + std::to_string(o.envs) + " episodes at a time keep " + std::to_string(o.envs) +
+                  " files open, more than the open-file limit " + std::to_string(files.rlim_cur) + " allows (ulimit -n)");
+  }
   Preflight(o.out_dir);
   Preflight(o.out_dir + "/episodes");
 

@@ -406,18 +406,30 @@ Recorder::~Recorder() {
 }
 
 void Recorder::AddStats(const StepStats& s) {
-  iterations_.push_back(s.cond.iterations);
-  contacts_.push_back(s.contacts);
-  residual_.push_back(Scalar(s.cond.residual));
-  penetration_.push_back(s.max_penetration);
-  converged_.push_back(s.cond.converged ? 1 : 0);
-  max_speed_.push_back(s.health.max_speed);
-  kinetic_energy_.push_back(s.health.kinetic_energy);
+  KeepStats(s.cond.iterations, s.contacts, s.cond.residual, s.max_penetration, s.cond.converged, s.health.max_speed,
+            s.health.kinetic_energy, s.bodies);
+}
+
+void Recorder::AddStats(const StepStats& s, Index env) {
+  // the fields EnvironmentStats(s, env) takes from s.envs[env] (models/world/world.h)
+  const EnvStepStats& e = s.envs.at(std::size_t(env));
+  KeepStats(e.iterations, e.contacts, e.residual, e.max_penetration, e.converged, e.health.max_speed, e.health.kinetic_energy, s.bodies);
+}
+
+void Recorder::KeepStats(int iterations, Index contacts, double residual, Scalar penetration, bool converged, Scalar max_speed,
+                         Scalar kinetic_energy, const std::vector<BodyMomentum>& bodies) {
+  iterations_.push_back(iterations);
+  contacts_.push_back(contacts);
+  residual_.push_back(Scalar(residual));
+  penetration_.push_back(penetration);
+  converged_.push_back(converged ? 1 : 0);
+  max_speed_.push_back(max_speed);
+  kinetic_energy_.push_back(kinetic_energy);
   for (std::size_t k = 0; k < tracks_.size(); ++k) {
     std::vector<Scalar>& row = body_rows_[k];
     const Index b = tracks_[k].body;
-    if (b >= 0 && std::size_t(b) < s.bodies.size()) {
-      const BodyMomentum& m = s.bodies[b];
+    if (b >= 0 && std::size_t(b) < bodies.size()) {
+      const BodyMomentum& m = bodies[b];
       row.insert(row.end(), {m.kinetic_energy, m.linear[0], m.linear[1], m.linear[2], m.angular[0], m.angular[1], m.angular[2]});
     } else {
       row.insert(row.end(), 7, std::numeric_limits<Scalar>::quiet_NaN());  // not measured
@@ -455,7 +467,7 @@ void Recorder::WriteStats() {
   for (auto* v : {&residual_, &penetration_, &max_speed_, &kinetic_energy_}) v->clear();
 }
 
-void Recorder::AddFrame(const SceneWorld& sw) {
+void Recorder::AddFrame(const SceneWorld& sw, const std::vector<Index>* contact_ids) {
   File& f = *file_;
   World& w = *sw.world;
   const Scalar t = w.time();
@@ -484,7 +496,10 @@ void Recorder::AddFrame(const SceneWorld& sw) {
   std::vector<Index> bodies;
   // this environment's contacts, body ids local to its scene (-1, the static world, stays)
   const auto local = [&](Index id) { return id >= 0 ? id - first_body_ : id; };
-  for (const ContactRecord& c : w.contacts()) {
+  const std::vector<ContactRecord>& all = w.contacts();
+  const std::size_t count = contact_ids ? contact_ids->size() : all.size();
+  for (std::size_t m = 0; m < count; ++m) {
+    const ContactRecord& c = all[contact_ids ? std::size_t((*contact_ids)[m]) : m];
     if (c.env != env_) continue;
     position.insert(position.end(), {c.position[0], c.position[1], c.position[2]});
     normal.insert(normal.end(), {c.normal[0], c.normal[1], c.normal[2]});
@@ -535,7 +550,7 @@ void Recorder::Finish(const std::string& status, const std::string& failure) {
 }
 #else
 void Recorder::WriteStats() {}
-void Recorder::AddFrame(const SceneWorld&) {}
+void Recorder::AddFrame(const SceneWorld&, const std::vector<Index>*) {}
 void Recorder::Finish(const std::string&, const std::string&) {}
 #endif
 

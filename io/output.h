@@ -48,8 +48,13 @@ class Recorder {
 
   // one step's statistics (kept until the next frame); in a batch, EnvironmentStats(stats, env)
   void AddStats(const StepStats& stats);
-  // the state after a step (with the statistics since the last frame), appended to the file
-  void AddFrame(const SceneWorld& world);
+  // the same as AddStats(EnvironmentStats(stats, env)) without copying the batch's statistics
+  // (a batch of N environments records N of them per step)
+  void AddStats(const StepStats& stats, Index env);
+  // the state after a step (with the statistics since the last frame), appended to the file.
+  // contact_ids: the indices into World::contacts() of this environment's contacts, in order
+  // (a batch sorts them once per frame); null: every contact whose env is the world's
+  void AddFrame(const SceneWorld& world, const std::vector<Index>* contact_ids = nullptr);
   // the remaining statistics, status ("complete", "interrupted", "failed") and failure text,
   // the .xmf sidecar, then the rename of path.part to path
   void Finish(const std::string& status, const std::string& failure);
@@ -64,6 +69,9 @@ class Recorder {
     Index body = -1;                // its World body id
   };
   struct File;                      // the open HDF5 file and its datasets
+  // keeps one step's statistics (per-body rows from the batch's body ids)
+  void KeepStats(int iterations, Index contacts, double residual, Scalar penetration, bool converged, Scalar max_speed,
+                 Scalar kinetic_energy, const std::vector<BodyMomentum>& bodies);
   // appends the statistics kept since the last frame
   void WriteStats();
   void WriteSidecar() const;
