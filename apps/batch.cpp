@@ -159,6 +159,7 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
     RecordEpisode info;
     info.index = episodes[e];
     info.steps = o.steps;
+    info.extras = true;
     rec[e] = std::make_unique<Recorder>(o.out_dir + "/" + EpisodeName(episodes[e]), scenes[e], sws[e], info);
   }
   sort_contacts();

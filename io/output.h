@@ -32,6 +32,9 @@ std::vector<std::string> UniqueGroupNames(const std::vector<std::string>& names)
 struct RecordEpisode {
   long long index = -1;  // episode index (attribute `episode`; -1: none)
   long long steps = -1;  // steps asked for (attribute `steps`; -1: none)
+  // per frame: each body's contact wrench (/bodies/<name>/contact_force, contact_torque) and the
+  // drives' targets (/drives/...) (docs/batch.md)
+  bool extras = false;
 };
 
 class Recorder {
@@ -68,6 +71,15 @@ class Recorder {
     Index cells = 0;                // FEM: tetrahedra
     Index body = -1;                // its World body id
   };
+  // a drive whose target is recorded per frame (RecordEpisode::extras)
+  struct DriveTrack {
+    std::string group;              // under /drives/<kind>/
+    std::string kind;               // "pose", "rod_end", "gripper"
+    SceneTrajectory trajectory;     // pose / rod end / gripper palm (empty: none)
+    SceneTrajectory width;          // gripper: its pad gap (empty: none)
+    Vec3 offset;                    // rod end: its position and orientation in the first pose's frame
+    Quat rotation;
+  };
   struct File;                      // the open HDF5 file and its datasets
   // keeps one step's statistics (per-body rows from the batch's body ids)
   void KeepStats(int iterations, Index contacts, double residual, Scalar penetration, bool converged, Scalar max_speed,
@@ -75,11 +87,15 @@ class Recorder {
   // appends the statistics kept since the last frame
   void WriteStats();
   void WriteSidecar() const;
+  // the frame's contact wrenches and drive targets (RecordEpisode::extras)
+  void WriteExtras(const SceneWorld& world, const std::vector<Index>* contact_ids);
 
   std::string path_;
   std::string scene_name_;
   Index env_ = 0, first_body_ = 0;  // the recorded environment and its first body id
   std::vector<Track> tracks_;
+  std::vector<DriveTrack> drives_;
+  bool extras_ = false;
   std::vector<Scalar> time_;       // per frame (also in the file; the sidecar needs them)
   std::unique_ptr<File> file_;
   // statistics since the last frame

@@ -152,6 +152,72 @@ std::vector<double> ReadRows(hid_t f, const std::string& name, hsize_t rows, hsi
 }
 #endif
 
+// a batch episode's extras (RecordEpisode::extras) on soft_ball_gripping (an FEM ball on the floor
+// in a two-finger gripper): per frame each body's contact force and torque equal
+// World::BodyWrench of the same frame bit for bit (the reference: the world's own sums over its
+// contact records), and the gripper's width target is the linear interpolation of its waypoints
+// (0.11 m at t = 0 to 0.06 m at t = 0.6 s; to 1e-15 m) with the palm target at its first
+// waypoint (0, 0, 0.1) until t = 0.7 s
+TEST(Output, EpisodeExtrasHoldBodyWrenchesAndDriveTargets) {
+  if (!HaveHdf5()) GTEST_SKIP() << "built without HDF5";
+#if CONDSIM_HAVE_HDF5
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_ball_gripping.json");
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_output_test4_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  const std::vector<std::pair<std::string, Index>> bodies = {{"ball", sw.fem_ids[0]},
+                                                             {"gripper_palm", sw.grippers[0].palm},
+                                                             {"gripper_finger0", sw.grippers[0].finger[0]},
+                                                             {"gripper_finger1", sw.grippers[0].finger[1]}};
+  std::vector<std::vector<double>> force(bodies.size()), torque(bodies.size());
+  std::vector<double> times;
+  const auto expect_frame = [&] {
+    times.push_back(sw.world->time());
+    for (std::size_t k = 0; k < bodies.size(); ++k) {
+      const Wrench w = sw.world->BodyWrench(bodies[k].second);
+      for (int a = 0; a < 3; ++a) {
+        force[k].push_back(w.force[a]);
+        torque[k].push_back(w.torque[a]);
+      }
+    }
+  };
+  RecordEpisode episode;
+  episode.extras = true;
+  {
+    Recorder rec(dir + "/e.h5", scene, sw, episode);
+    rec.AddFrame(sw);
+    expect_frame();
+    for (int k = 0; k < 10; ++k) {
+      ApplyControls(scene, &sw);
+      rec.AddStats(sw.world->Step());
+      if ((k + 1) % 5 == 0) {
+        rec.AddFrame(sw);
+        expect_frame();
+      }
+    }
+    rec.Finish("complete", "");
+  }
+  const hid_t f = H5Fopen((dir + "/e.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  double nonzero = 0;
+  for (std::size_t k = 0; k < bodies.size(); ++k) {
+    EXPECT_EQ(ReadRows(f, "/bodies/" + bodies[k].first + "/contact_force", 3, 3), force[k]) << bodies[k].first;
+    EXPECT_EQ(ReadRows(f, "/bodies/" + bodies[k].first + "/contact_torque", 3, 3), torque[k]) << bodies[k].first;
+    for (double v : force[k]) nonzero = std::max(nonzero, std::abs(v));
+  }
+  EXPECT_GT(nonzero, 0.1);  // the ball rests on the floor: its weight at least (0.0 would test nothing)
+  const std::vector<double> width = ReadRows(f, "/drives/gripper/gripper/width", 3, 1);
+  const std::vector<double> palm = ReadRows(f, "/drives/gripper/gripper/position", 3, 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(width[i], 0.11 + (0.06 - 0.11) * times[i] / 0.6, 1e-15) << "frame " << i;
+    EXPECT_NEAR(palm[3 * i + 2], 0.1, 1e-15) << "frame " << i;
+  }
+  H5Fclose(f);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 // a free rigid box (tumbling about a non-principal axis), a free FEM slab and a free cable
 // (moving and spinning), with `gravity`; tight solver thresholds so the laws below hold to 1e-9
 std::string FreeBodies(const std::string& gravity) {
