@@ -9,7 +9,9 @@ usage: load_batch.py DIR [--summary] [--episode I]
 As a module:
   list_episodes(DIR)       -> [{"index", "seed", "status", "failure", "steps_done", "file"}, ...]
   load_episode(DIR, I)     -> {"index", "seed", "status", "failure", "randomization": {pointer: value},
-                               "time": [F], "bodies": {name: {"kind", "x": [F, n, 3], "v", "q"?}},
+                               "time": [F], "bodies": {name: {"kind", "x": [F, n, 3], "v", "q"?,
+                                                       "contact_force": [F, 3], "contact_torque": [F, 3]}},
+                               "drives": {kind: {name: {"position": [F, 3], "quaternion": [F, 4], "width": [F]}}},
                                "contacts": [per frame {"position", "normal", "impulse": [c, 3],
                                             "bodies": [c, 2]}],
                                "stats": {name: [steps] or [steps, 3], "bodies": {name: {...}}}}
@@ -63,7 +65,9 @@ def load_episode(folder, index):
               "randomization": json.loads(_text(f.attrs["randomization"])) if "randomization" in f.attrs else {},
               "time": f["time"][()], "bodies": {}, "stats": _read_group(f["stats"])}
         for body, g in f["bodies"].items():
-            ep["bodies"][body] = {"kind": _text(g.attrs["kind"]), **{k: g[k][()] for k in ("x", "v", "q") if k in g}}
+            ep["bodies"][body] = {"kind": _text(g.attrs["kind"]),
+                                  **{k: g[k][()] for k in ("x", "v", "q", "contact_force", "contact_torque") if k in g}}
+        ep["drives"] = _read_group(f["drives"]) if "drives" in f else {}
         c = f["contacts"]
         offset = c["offset"][()]
         data = {k: c[k][()] for k in ("position", "normal", "impulse", "bodies")}
@@ -88,7 +92,10 @@ def main():
         print(f"episode {ep['index']} seed {ep['seed']} {ep['status']} {ep['randomization']}")
         print(f"  time {ep['time'].shape}, contacts per frame {[len(c['bodies']) for c in ep['contacts']]}")
         for name, b in ep["bodies"].items():
-            print(f"  {name} ({b['kind']}): " + ", ".join(f"{k} {b[k].shape}" for k in ("x", "v", "q") if k in b))
+            print(f"  {name} ({b['kind']}): " + ", ".join(f"{k} {v.shape}" for k, v in b.items() if k != "kind"))
+        for kind, group in ep["drives"].items():
+            for name, d in group.items():
+                print(f"  drive {kind}/{name}: " + ", ".join(f"{k} {v.shape}" for k, v in d.items()))
         print("  stats: " + ", ".join(f"{k} {v.shape}" for k, v in ep["stats"].items() if isinstance(v, np.ndarray)))
 
 

@@ -152,30 +152,25 @@ std::vector<double> ReadRows(hid_t f, const std::string& name, hsize_t rows, hsi
 }
 #endif
 
-// a batch episode's extras (RecordEpisode::extras) on soft_ball_gripping (an FEM ball on the floor
-// in a two-finger gripper): per frame each body's contact force and torque equal
-// World::BodyWrench of the same frame bit for bit (the reference: the world's own sums over its
-// contact records), and the gripper's width target is the linear interpolation of its waypoints
-// (0.11 m at t = 0 to 0.06 m at t = 0.6 s; to 1e-15 m) with the palm target at its first
-// waypoint (0, 0, 0.1) until t = 0.7 s
-TEST(Output, EpisodeExtrasHoldBodyWrenchesAndDriveTargets) {
-  if (!HaveHdf5()) GTEST_SKIP() << "built without HDF5";
 #if CONDSIM_HAVE_HDF5
-  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_ball_gripping.json");
+// steps a scene 10 steps with the episode extras on (a frame every 5 steps) and checks each
+// body's contact force and torque per frame against World::BodyWrench of the same frame, bit for
+// bit (the reference: the world's own sums over its contact records); returns the file's path
+// and the frame times, and the largest contact force component seen
+std::string WriteExtras(const Scene& scene, const std::vector<std::string>& names, const std::string& dir,
+                        std::vector<double>* times, double* largest) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
-  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_output_test4_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
   SceneWorld sw = BuildWorld(scene, backend.get());
-  const std::vector<std::pair<std::string, Index>> bodies = {{"ball", sw.fem_ids[0]},
-                                                             {"gripper_palm", sw.grippers[0].palm},
-                                                             {"gripper_finger0", sw.grippers[0].finger[0]},
-                                                             {"gripper_finger1", sw.grippers[0].finger[1]}};
-  std::vector<std::vector<double>> force(bodies.size()), torque(bodies.size());
-  std::vector<double> times;
+  std::vector<Index> ids(sw.fem_ids);
+  ids.insert(ids.end(), sw.rod_ids.begin(), sw.rod_ids.end());
+  ids.insert(ids.end(), sw.rigid_ids.begin(), sw.rigid_ids.end());
+  for (const Gripper& g : sw.grippers) ids.insert(ids.end(), {g.palm, g.finger[0], g.finger[1]});
+  EXPECT_EQ(ids.size(), names.size());
+  std::vector<std::vector<double>> force(ids.size()), torque(ids.size());
   const auto expect_frame = [&] {
-    times.push_back(sw.world->time());
-    for (std::size_t k = 0; k < bodies.size(); ++k) {
-      const Wrench w = sw.world->BodyWrench(bodies[k].second);
+    times->push_back(sw.world->time());
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      const Wrench w = sw.world->BodyWrench(ids[k]);
       for (int a = 0; a < 3; ++a) {
         force[k].push_back(w.force[a]);
         torque[k].push_back(w.torque[a]);
@@ -184,8 +179,9 @@ TEST(Output, EpisodeExtrasHoldBodyWrenchesAndDriveTargets) {
   };
   RecordEpisode episode;
   episode.extras = true;
+  const std::string path = dir + "/" + scene.name + ".h5";
   {
-    Recorder rec(dir + "/e.h5", scene, sw, episode);
+    Recorder rec(path, scene, sw, episode);
     rec.AddFrame(sw);
     expect_frame();
     for (int k = 0; k < 10; ++k) {
@@ -198,15 +194,40 @@ TEST(Output, EpisodeExtrasHoldBodyWrenchesAndDriveTargets) {
     }
     rec.Finish("complete", "");
   }
-  const hid_t f = H5Fopen((dir + "/e.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  ASSERT_GE(f, 0);
-  double nonzero = 0;
-  for (std::size_t k = 0; k < bodies.size(); ++k) {
-    EXPECT_EQ(ReadRows(f, "/bodies/" + bodies[k].first + "/contact_force", 3, 3), force[k]) << bodies[k].first;
-    EXPECT_EQ(ReadRows(f, "/bodies/" + bodies[k].first + "/contact_torque", 3, 3), torque[k]) << bodies[k].first;
-    for (double v : force[k]) nonzero = std::max(nonzero, std::abs(v));
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(f, 0);
+  *largest = 0;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    EXPECT_EQ(ReadRows(f, "/bodies/" + names[k] + "/contact_force", 3, 3), force[k]) << scene.name << " " << names[k];
+    EXPECT_EQ(ReadRows(f, "/bodies/" + names[k] + "/contact_torque", 3, 3), torque[k]) << scene.name << " " << names[k];
+    for (double v : force[k]) *largest = std::max(*largest, std::abs(v));
   }
-  EXPECT_GT(nonzero, 0.1);  // the ball rests on the floor: its weight at least (0.0 would test nothing)
+  H5Fclose(f);
+  return path;
+}
+#endif
+
+// a batch episode's extras (RecordEpisode::extras): per frame each body's contact wrench equals
+// World::BodyWrench bit for bit on box_sliding (a rigid box on 4 corner contacts: its torque is
+// about its centre of mass) and soft_ball_gripping (an FEM ball on the floor in a gripper), and
+// the gripper's width target is the linear interpolation of its waypoints (0.11 m at t = 0 to
+// 0.06 m at t = 0.6 s; to 1e-15 m) with the palm target at its first waypoint (0, 0, 0.1) until
+// t = 0.7 s (to 1e-15 m)
+TEST(Output, EpisodeExtrasHoldBodyWrenchesAndDriveTargets) {
+  if (!HaveHdf5()) GTEST_SKIP() << "built without HDF5";
+#if CONDSIM_HAVE_HDF5
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_output_test4_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::vector<double> times;
+  double largest = 0;
+  WriteExtras(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/box_sliding.json"), {"box"}, dir, &times, &largest);
+  EXPECT_GT(largest, 1.0);  // the box's weight, 4.9 N (a zero wrench would test nothing)
+  times.clear();
+  const std::string path = WriteExtras(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_ball_gripping.json"),
+                                       {"ball", "gripper_palm", "gripper_finger0", "gripper_finger1"}, dir, &times, &largest);
+  EXPECT_GT(largest, 0.1);  // the ball rests on the floor
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
   const std::vector<double> width = ReadRows(f, "/drives/gripper/gripper/width", 3, 1);
   const std::vector<double> palm = ReadRows(f, "/drives/gripper/gripper/position", 3, 3);
   for (std::size_t i = 0; i < 3; ++i) {
