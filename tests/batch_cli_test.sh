@@ -11,8 +11,9 @@
 #   sigint    SIGINT during the batch: exit 130, no .part file left; restart: as uninterrupted
 #   shards    --shard 0/2 and 1/2 into one folder, `batch merge`: the same episodes and manifest as
 #             one process
-#   badopts   --envs 0, --shard 2/2, --steps with --duration, an unknown scene: exit 1, a message
-#             naming the option (or file), nothing written
+#   badopts   --envs 0, --shard 2/2, --steps with --duration, --episode out of range, an unknown
+#             scene: exit 1, a message naming the option (or file), nothing written; a folder of
+#             another batch (other seed): exit 1 naming its file
 #   loader    scripts/load_batch.py: --summary, and its arrays == the file's datasets
 # Exit 77 (skipped) without Debian's python3-h5py or without HDF5.
 condsim=$1; src=$2; work=$3; case=$4; envs=${5:-1}
@@ -134,6 +135,13 @@ badopts)
     esac
     [ -e "$work/o$n" ] && fail "'$args' wrote $work/o$n"
   done
+  # a folder holding another batch's episodes (another seed): an error naming the file, not a skip
+  "$condsim" batch "$box" --steps 2 --episodes 2 --quiet --out "$work/f" > /dev/null || fail "batch into $work/f"
+  err=$("$condsim" batch "$box" --steps 2 --episodes 2 --seed 1 --quiet --out "$work/f" 2>&1 >/dev/null)
+  rc=$?
+  echo "another seed into the same folder: exit $rc: $err"
+  [ $rc -eq 1 ] || fail "exit $rc for another batch's folder"
+  echo "$err" | grep -q "episode_000000.h5: written by another batch" || fail "message"
   ;;
 loader)
   "$condsim" batch "$box" --envs "$envs" --episodes 3 --steps 30 --backend cpu --threads 1 --quiet --out "$work/b" || fail "batch"
