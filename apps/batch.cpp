@@ -120,7 +120,7 @@ class Progress {
   double wall() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
 
  private:
-  long long episodes_, steps_, done_ = 0, env_steps_ = 0, credited_ = 0, last_tenth_ = -1;
+  long long episodes_, steps_, done_ = 0, env_steps_ = 0, credited_ = 0, last_tenth_ = 0;
   bool quiet_, tty_, printed_ = false;
   std::chrono::steady_clock::time_point t0_, last_;
 };

@@ -76,7 +76,7 @@ kill9|sigint)
   "$condsim" batch "$box" $opts --out "$work/b" > "$work/first.txt" 2>&1 &
   pid=$!
   wait_for "$work/b/episodes/episode_000000.h5"
-  sleep 0.2
+  sleep 0.05
   if [ "$case" = kill9 ]; then
     kill -9 $pid
     wait $pid
