@@ -2,6 +2,7 @@
 // unknown keys rejected with a message naming them.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <set>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "condsim/error.h"
+#include "models/world/scene.h"
 
 namespace condsim::app {
 
@@ -89,7 +91,20 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// shared by run and batch (apps/run_scene.cpp): the signal that asked for a stop (0: none);
+// SIGINT / SIGTERM set it (a second one ends the process at once), SIGXFSZ is ignored (a write
+// error instead)
+extern std::atomic<int> g_stop_signal;
+void InstallSignalHandlers();
+// the step count from the scene or --steps / --duration, checked against overflow
+long long StepCount(const Args& args, const Scene& scene, const std::string& command);
+// the output directory exists and takes a file, before the first step
+void Preflight(const std::string& dir);
+// --threads N, capped at the hardware threads
+int ThreadCount(const Args& args, bool quiet, const std::string& command);
+
 int RunInfo(const std::vector<std::string>& args);
+int RunBatch(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 int RunScene(const std::vector<std::string>& args);
 // `condsim run SCENE.json` (apps/run_scene.cpp)

@@ -1,4 +1,4 @@
-// `condsim bench spmv|vector`: throughput of the backend primitives, in GB/s of compulsory
+// `condsim bench spmv|vector|...|batch`: throughput of the backend primitives, in GB/s of compulsory
 // memory traffic, with each backend's measured copy bandwidth for reference. Medians over
 // --reps timed repetitions after warm-up; every rep ends with a Synchronize.
 #include <algorithm>
@@ -8,7 +8,10 @@
 #include <functional>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "apps/args.h"
 #include "condsim/backend.h"
@@ -17,6 +20,8 @@
 #include "models/fem/fem_model.h"
 #include "fixtures/mass_spring.h"
 #include "models/rod/rod_model.h"
+#include "io/output.h"
+#include "io/scene.h"
 
 namespace condsim::app {
 namespace {
@@ -283,14 +288,62 @@ int BenchDetect(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
   return 0;
 }
 
+
+// `bench batch`: env-steps/s of scenes packed N = 1, 2, 4, ... per World (BuildBatch, environment
+// e loaded with seed e): per N a warm-up step, then reps runs of `steps` steps (ApplyControls per
+// environment, one Step for all), the median run; the cost per env-step relative to N = 1
+int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes, Index max_envs,
+               int steps, int reps, int threads, const std::string& json_file) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("%-26s %-20s %6s %8s %12s %14s %10s %9s\n", "backend", "scene", "envs", "dofs", "ms/step", "env-steps/s", "per_env_us", "vs_N=1");
+  for (const std::string& path : scenes) {
+    for (const auto& [choice, format] : configs) {
+      const Target target = MakeTarget(choice, format, threads);
+      double single = 0;  // seconds per env-step at N = 1
+      for (Index n = 1; n <= max_envs; n *= 2) {
+        std::vector<Scene> batch;
+        for (Index e = 0; e < n; ++e) {
+          const std::uint64_t seed = std::uint64_t(e);
+          batch.push_back(LoadScene(path, &seed));
+        }
+        std::vector<SceneWorld> sws = BuildBatch(batch, target.backend.get());
+        World& world = *sws[0].world;
+        world.set_isolate_failures(true);
+        const auto step = [&] {
+          for (Index e = 0; e < n; ++e) ApplyControls(batch[std::size_t(e)], &sws[std::size_t(e)]);
+          world.Step();
+        };
+        step();
+        std::vector<double> t;
+        for (int r = 0; r < reps; ++r) {
+          const auto start = std::chrono::steady_clock::now();
+          for (int k = 0; k < steps; ++k) step();
+          target.backend->Synchronize();
+          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps);
+        }
+        std::sort(t.begin(), t.end());
+        const double per_step = t[t.size() / 2], per_env = per_step / double(n);
+        if (n == 1) single = per_env;
+        std::printf("%-26s %-20s %6d %8d %12.3f %14.1f %10.1f %9.3f\n", target.name.c_str(), batch[0].name.c_str(), n, world.num_dofs(),
+                    per_step * 1e3, 1 / per_env, per_env * 1e6, per_env / single);
+        std::fflush(stdout);
+        rows.push_back({{"backend", target.name}, {"scene", batch[0].name}, {"envs", n}, {"dofs", world.num_dofs()}, {"seconds_per_step", per_step},
+                        {"env_steps_per_s", 1 / per_env}, {"cost_vs_single", per_env / single}, {"steps", steps}, {"reps", reps}});
+        if (n > max_envs / 2) break;
+      }
+    }
+  }
+  if (!json_file.empty()) WriteTextAtomically(json_file, rows.dump(2) + "\n");
+  return 0;
+}
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes"},
+                   "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch [--backend cpu|cuda|all] [--min-rows 1e4]\n"
                  "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--min-tets 1e4]\n"
                  "       [--max-tets 1e6] [--min-nodes 1e4] [--max-nodes 1e6] [--reps 20] [--threads N] [--seed S]\n"
                  "detect: point-vs-triangle contact detection on random crowded box surfaces, time per\n"
@@ -298,6 +351,10 @@ int RunBench(const std::vector<std::string>& argv) {
                  "fem: co-rotational FEM assembly per step on box meshes, time per assembly and per element.\n"
                  "modes: COND on a soft FEM plate clamped at one edge for body-mode patch counts 1, 8, 32, 64\n"
                  "(plates of --min-nodes 1e3 .. --max-nodes 1e4): iterations, setup, solve and iteration times.\n"
+                 "batch: env-steps/s of scenes packed N = 1, 2, 4, ... --max-envs (1024) environments per World\n"
+                 "(--scenes a.json,b.json, default scenes/cable_winding.json,scenes/soft_mat_folding.json; seeds 0..N-1),\n"
+                 "--steps K (5) steps after a warm-up step, median of --reps (3 for batch), cost per env-step vs N = 1;\n"
+                 "--json FILE writes the rows.\n"
                  "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
                  "(--max-cables N caps the batch).\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
@@ -309,8 +366,8 @@ int RunBench(const std::vector<std::string>& argv) {
   }
   const std::string what = args.positional()[0];
   if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod" && what != "detect" &&
-      what != "modes") {
-    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect, modes)");
+      what != "modes" && what != "batch") {
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect, modes, batch)");
   }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));
@@ -345,6 +402,14 @@ int RunBench(const std::vector<std::string>& argv) {
   if (what == "modes") {
     return BenchModes(configs, Index(args.GetInt("--min-nodes", 1000, 50, 100000000)),
                       Index(args.GetInt("--max-nodes", 10000, 50, 100000000)), reps, threads);
+  }
+  if (what == "batch") {
+    std::vector<std::string> scenes;
+    std::stringstream list(args.Get("--scenes", "scenes/cable_winding.json,scenes/soft_mat_folding.json"));
+    for (std::string item; std::getline(list, item, ',');)
+      if (!item.empty()) scenes.push_back(item);
+    return BenchBatch(configs, scenes, Index(args.GetInt("--max-envs", 1024, 1, 1 << 20)), int(args.GetInt("--steps", 5, 1, 1000000)),
+                      args.Has("--reps") ? reps : 3, threads, args.Get("--json", ""));
   }
   if (what == "rod") return BenchRod(configs, reps, threads, Index(args.GetInt("--max-cables", 4096, 1, 1000000)));
   if (what == "fem") {

@@ -1,4 +1,4 @@
-// condsim: the command-line entry point (info, run, bench).
+// condsim: the command-line entry point (info, run, batch, bench).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -14,6 +14,7 @@ void PrintUsage(std::ostream& out) {
          "commands:\n"
          "  info                      version, build configuration, backends and why they are (not) usable\n"
          "  run SCENE.json [options]  step a scene file (see `condsim run --help`; no scene: a built-in check)\n"
+         "  batch SCENE.json [options] randomized episodes of a scene, many at a time (see `condsim batch --help`)\n"
          "  bench NAME [options]      benchmarks: spmv, vector, solver, fem, rod, detect, modes (see `condsim bench --help`)\n"
          "  --version                 print the version\n";
 }
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "info") return condsim::app::RunInfo(rest);
     if (command == "run") return condsim::app::RunScene(rest);
+    if (command == "batch") return condsim::app::RunBatch(rest);
     if (command == "bench") return condsim::app::RunBench(rest);
     std::cerr << "condsim: unknown command '" << command << "'\n";
     PrintUsage(std::cerr);

@@ -31,17 +31,18 @@
 #include "io/scene.h"
 
 namespace condsim::app {
-namespace {
 
 // the signal that asked the run to stop (0: none); a second one ends the process at once
 std::atomic<int> g_stop_signal{0};
 
+namespace {
 extern "C" void OnStopSignal(int sig) {
   if (g_stop_signal.exchange(sig) != 0) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }
 }
+}  // namespace
 
 // SIGINT / SIGTERM stop the run at the next step boundary; a file size limit (SIGXFSZ) becomes a
 // write error (EFBIG) instead of killing the process
@@ -54,19 +55,12 @@ void InstallSignalHandlers() {
   std::signal(SIGXFSZ, SIG_IGN);
 }
 
-struct RunOptions {
-  std::string scene_path, out_dir;
-  long long steps = 0;
-  bool quiet = false, verbose = false, record = false;
-  long long every = 0;  // a frame every `every` steps
-};
-
 // the step count from the scene or --steps / --duration, checked against overflow
-long long StepCount(const Args& args, const Scene& scene) {
+long long StepCount(const Args& args, const Scene& scene, const std::string& command) {
   // the World counts steps in an Index (32 bits)
   constexpr double kMaxSteps = 2147483647;
   const double dt = scene.world.dt;
-  if (args.Has("--steps") && args.Has("--duration")) throw Error("run: give --steps or --duration, not both");
+  if (args.Has("--steps") && args.Has("--duration")) throw Error(command + ": give --steps or --duration, not both");
   if (args.Has("--steps")) return args.GetInt("--steps", 1, 1, (long long)kMaxSteps);
   const bool from_option = args.Has("--duration");
   const double duration = from_option ? args.GetDouble("--duration", 1, 0, 1e15, true) : scene.duration;
@@ -101,15 +95,24 @@ void Preflight(const std::string& dir) {
 }
 
 // --threads N, capped at the hardware threads (more only oversubscribes the cores)
-int ThreadCount(const Args& args, bool quiet) {
+int ThreadCount(const Args& args, bool quiet, const std::string& command) {
   int threads = int(args.GetInt("--threads", 0, 0, 4096));
   const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
   if (threads > hw) {
-    if (!quiet) std::cout << "condsim run: --threads " << threads << " capped at the " << hw << " hardware threads\n";
+    if (!quiet) std::cout << "condsim " << command << ": --threads " << threads << " capped at the " << hw << " hardware threads\n";
     threads = hw;
   }
   return threads;
 }
+
+namespace {
+
+struct RunOptions {
+  std::string scene_path, out_dir;
+  long long steps = 0;
+  bool quiet = false, verbose = false, record = false;
+  long long every = 0;  // a frame every `every` steps
+};
 
 // a warning of the solver's: how often, and the first step
 struct Warning {
@@ -199,9 +202,9 @@ int RunSceneFile(const Args& args) {
   std::uint64_t seed = 0;
   if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, (1LL << 53) - 1));  // exact in the parser's double
   BackendOptions options;
-  options.cpu_threads = ThreadCount(args, o.quiet);
+  options.cpu_threads = ThreadCount(args, o.quiet, "run");
   const Scene scene = LoadScene(o.scene_path, args.Has("--seed") ? &seed : nullptr);
-  o.steps = StepCount(args, scene);
+  o.steps = StepCount(args, scene, "run");
   const BackendSelection sel = MakeBackend(ParseBackendChoice(args.Get("--backend", "auto")), options);
   std::string name = scene.name;
   for (char& c : name)

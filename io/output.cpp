@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "condsim/build_commit.h"
 #include "condsim/build_info.h"
 #include "condsim/error.h"
@@ -213,6 +215,17 @@ void WriteStringAttr(hid_t loc, const std::string& name, const std::string& valu
   if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason() + ")");
 }
 
+// a scalar numeric attribute
+void WriteScalarAttr(hid_t loc, const std::string& name, hid_t type, const void* value, const std::string& file) {
+  errno = 0;
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  const herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
+  if (a >= 0) H5Aclose(a);
+  H5Sclose(space);
+  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason() + ")");
+}
+
 }  // namespace
 
 struct Recorder::File {
@@ -223,11 +236,18 @@ struct Recorder::File {
   std::vector<Appendable> energy, momentum, angular;  // per track, per step (/stats/bodies)
   Appendable contact_offset, contact_position, contact_normal, contact_impulse, contact_bodies;
   Appendable iterations, contacts, residual, penetration, converged, max_speed, kinetic_energy;
+  std::vector<Appendable> contact_force, contact_torque;    // per track (extras)
+  std::vector<Appendable> drive_position, drive_quaternion, drive_width;  // per drive (extras)
   std::int64_t contact_rows = 0;
   ~File() {
     x.clear();
     v.clear();
     q.clear();
+    contact_force.clear();
+    contact_torque.clear();
+    drive_position.clear();
+    drive_quaternion.clear();
+    drive_width.clear();
     energy.clear();
     momentum.clear();
     angular.clear();
@@ -243,8 +263,8 @@ struct Recorder::File {
 struct Recorder::File {};
 #endif
 
-Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld& world)
-    : path_(path), scene_name_(scene.name) {
+Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld& world, const RecordEpisode& episode)
+    : path_(path), scene_name_(scene.name), env_(world.env), first_body_(world.first_body) {
   // the bodies: FEM, cables, then the scene's rigid bodies and each gripper's parts
   for (std::size_t k = 0; k < scene.fem.size(); ++k) {
     const SceneFem& f = scene.fem[k];
@@ -265,6 +285,26 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
   for (const Track& t : tracks_) names.push_back(t.name);
   const std::vector<std::string> groups = UniqueGroupNames(names);
   for (std::size_t k = 0; k < tracks_.size(); ++k) tracks_[k].group = groups[k];
+  // the drives whose targets an episode records: pose drives (by body), cable ends, grippers
+  extras_ = episode.extras;
+  if (extras_) {
+    std::vector<std::string> drive_names;
+    for (const ScenePoseDrive& d : scene.pose_drives) {
+      drives_.push_back({"", "pose", d.trajectory, {}, {}, {}});
+      drive_names.push_back(scene.rigid[std::size_t(d.body)].name);
+    }
+    for (std::size_t k = 0; k < scene.rod_end_drives.size(); ++k) {
+      const SceneRodEndDrive& d = scene.rod_end_drives[k];
+      drives_.push_back({"", "rod_end", d.trajectory, {}, world.end_offset[k], world.end_rotation[k]});
+      drive_names.push_back(scene.rods[std::size_t(d.rod)].name + (d.end == 0 ? "_start" : "_finish"));
+    }
+    for (const SceneGripper& g : scene.grippers) {
+      drives_.push_back({"", "gripper", g.palm_driven ? g.palm.trajectory : SceneTrajectory{}, g.width, {}, {}});
+      drive_names.push_back(g.name);
+    }
+    const std::vector<std::string> drive_groups = UniqueGroupNames(drive_names);
+    for (std::size_t k = 0; k < drives_.size(); ++k) drives_[k].group = drive_groups[k];
+  }
   body_rows_.resize(tracks_.size());
 #if CONDSIM_HAVE_HDF5
   // every step's body momenta for /stats/bodies
@@ -288,6 +328,16 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
     WriteStringAttr(f.id, "scene_hash", HashHex(scene.hash), path);
     WriteStringAttr(f.id, "commit", CONDSIM_GIT_COMMIT, path);
     WriteStringAttr(f.id, "status", "running", path);
+    // a batch member: its seed, the values drawn (full precision), its episode
+    if (scene.randomized) {
+      WriteScalarAttr(f.id, "seed", H5T_NATIVE_UINT64, &scene.seed, path);
+      nlohmann::json values = nlohmann::json::object();
+      for (const SceneRandom& r : scene.randomization)
+        for (const std::string& p : r.paths) values[p] = r.value;
+      WriteStringAttr(f.id, "randomization", values.dump(), path);
+    }
+    if (episode.index >= 0) WriteScalarAttr(f.id, "episode", H5T_NATIVE_INT64, &episode.index, path);
+    if (episode.steps >= 0) WriteScalarAttr(f.id, "steps", H5T_NATIVE_INT64, &episode.steps, path);
     f.time = Appendable(f.id, "time", dbl, {}, path);
     const hid_t bodies = MakeGroup(f.id, "bodies", path);
     f.groups.push_back(bodies);
@@ -300,6 +350,10 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
       f.v.emplace_back(g, "v", dbl, std::vector<hsize_t>{hsize_t(t.count), 3}, path);
       f.q.emplace_back();
       if (t.kind != "fem") f.q.back() = Appendable(g, "q", dbl, {hsize_t(t.count), 4}, path);
+      if (extras_) {
+        f.contact_force.emplace_back(g, "contact_force", dbl, std::vector<hsize_t>{3}, path);
+        f.contact_torque.emplace_back(g, "contact_torque", dbl, std::vector<hsize_t>{3}, path);
+      }
       if (t.kind == "fem") {
         const TetMesh& mesh = scene.fem[k].mesh;
         WriteData(g, "tets", i32, {hsize_t(t.cells), 4}, mesh.tets.data(), path);
@@ -333,6 +387,29 @@ Recorder::Recorder(const std::string& path, const Scene& scene, const SceneWorld
       WriteData(st, "center", dbl, {ns, 3}, centre.data(), path);
       WriteData(st, "quaternion", dbl, {ns, 4}, quat.data(), path);
       WriteData(st, "size", dbl, {ns, 3}, size.data(), path);
+    }
+    // the drives' targets per frame: /drives/<kind>/<name>/position, quaternion (pose, cable
+    // end, gripper palm), width (gripper)
+    if (extras_ && !drives_.empty()) {
+      const hid_t dg = MakeGroup(f.id, "drives", path);
+      f.groups.push_back(dg);
+      std::map<std::string, hid_t> kinds;
+      for (const DriveTrack& d : drives_) {
+        if (!kinds.count(d.kind)) {
+          kinds[d.kind] = MakeGroup(dg, d.kind, path);
+          f.groups.push_back(kinds[d.kind]);
+        }
+        const hid_t g = MakeGroup(kinds[d.kind], d.group, path);
+        f.groups.push_back(g);
+        f.drive_position.emplace_back();
+        f.drive_quaternion.emplace_back();
+        f.drive_width.emplace_back();
+        if (!d.trajectory.t.empty()) {
+          f.drive_position.back() = Appendable(g, "position", dbl, {3}, path);
+          f.drive_quaternion.back() = Appendable(g, "quaternion", dbl, {4}, path);
+        }
+        if (!d.width.t.empty()) f.drive_width.back() = Appendable(g, "width", dbl, {}, path);
+      }
     }
     const hid_t contacts = MakeGroup(f.id, "contacts", path);
     f.groups.push_back(contacts);
@@ -383,18 +460,30 @@ Recorder::~Recorder() {
 }
 
 void Recorder::AddStats(const StepStats& s) {
-  iterations_.push_back(s.cond.iterations);
-  contacts_.push_back(s.contacts);
-  residual_.push_back(Scalar(s.cond.residual));
-  penetration_.push_back(s.max_penetration);
-  converged_.push_back(s.cond.converged ? 1 : 0);
-  max_speed_.push_back(s.health.max_speed);
-  kinetic_energy_.push_back(s.health.kinetic_energy);
+  KeepStats(s.cond.iterations, s.contacts, s.cond.residual, s.max_penetration, s.cond.converged, s.health.max_speed,
+            s.health.kinetic_energy, s.bodies);
+}
+
+void Recorder::AddStats(const StepStats& s, Index env) {
+  // the fields EnvironmentStats(s, env) takes from s.envs[env] (models/world/world.h)
+  const EnvStepStats& e = s.envs.at(std::size_t(env));
+  KeepStats(e.iterations, e.contacts, e.residual, e.max_penetration, e.converged, e.health.max_speed, e.health.kinetic_energy, s.bodies);
+}
+
+void Recorder::KeepStats(int iterations, Index contacts, double residual, Scalar penetration, bool converged, Scalar max_speed,
+                         Scalar kinetic_energy, const std::vector<BodyMomentum>& bodies) {
+  iterations_.push_back(iterations);
+  contacts_.push_back(contacts);
+  residual_.push_back(Scalar(residual));
+  penetration_.push_back(penetration);
+  converged_.push_back(converged ? 1 : 0);
+  max_speed_.push_back(max_speed);
+  kinetic_energy_.push_back(kinetic_energy);
   for (std::size_t k = 0; k < tracks_.size(); ++k) {
     std::vector<Scalar>& row = body_rows_[k];
     const Index b = tracks_[k].body;
-    if (b >= 0 && std::size_t(b) < s.bodies.size()) {
-      const BodyMomentum& m = s.bodies[b];
+    if (b >= 0 && std::size_t(b) < bodies.size()) {
+      const BodyMomentum& m = bodies[b];
       row.insert(row.end(), {m.kinetic_energy, m.linear[0], m.linear[1], m.linear[2], m.angular[0], m.angular[1], m.angular[2]});
     } else {
       row.insert(row.end(), 7, std::numeric_limits<Scalar>::quiet_NaN());  // not measured
@@ -432,7 +521,7 @@ void Recorder::WriteStats() {
   for (auto* v : {&residual_, &penetration_, &max_speed_, &kinetic_energy_}) v->clear();
 }
 
-void Recorder::AddFrame(const SceneWorld& sw) {
+void Recorder::AddFrame(const SceneWorld& sw, const std::vector<Index>* contact_ids) {
   File& f = *file_;
   World& w = *sw.world;
   const Scalar t = w.time();
@@ -459,12 +548,19 @@ void Recorder::AddFrame(const SceneWorld& sw) {
   }
   std::vector<Scalar> position, normal, impulse;
   std::vector<Index> bodies;
-  for (const ContactRecord& c : w.contacts()) {
+  // this environment's contacts, body ids local to its scene (-1, the static world, stays)
+  const auto local = [&](Index id) { return id >= 0 ? id - first_body_ : id; };
+  const std::vector<ContactRecord>& all = w.contacts();
+  const std::size_t count = contact_ids ? contact_ids->size() : all.size();
+  for (std::size_t m = 0; m < count; ++m) {
+    const ContactRecord& c = all[contact_ids ? std::size_t((*contact_ids)[m]) : m];
+    if (c.env != env_) continue;
     position.insert(position.end(), {c.position[0], c.position[1], c.position[2]});
     normal.insert(normal.end(), {c.normal[0], c.normal[1], c.normal[2]});
     impulse.insert(impulse.end(), {c.lambda[0], c.lambda[1], c.lambda[2]});
-    bodies.insert(bodies.end(), {c.body_i, c.body_j});
+    bodies.insert(bodies.end(), {local(c.body_i), local(c.body_j)});
   }
+  if (extras_) WriteExtras(sw, contact_ids);
   const hsize_t nc = bodies.size() / 2;
   f.contact_position.Append(nc, position.data());
   f.contact_normal.Append(nc, normal.data());
@@ -477,6 +573,63 @@ void Recorder::AddFrame(const SceneWorld& sw) {
   WriteStats();
   errno = 0;
   if (H5Fflush(f.id, H5F_SCOPE_GLOBAL) < 0) throw Error(path_ + ": cannot flush " + path_ + ".part (" + Hdf5Reason() + ")");
+}
+
+void Recorder::WriteExtras(const SceneWorld& sw, const std::vector<Index>* contact_ids) {
+  File& f = *file_;
+  World& w = *sw.world;
+  // each body's contact wrench: World::BodyWrench's sums (torque about a rigid body's centre of
+  // mass, about the origin otherwise) over this environment's contacts
+  std::vector<Vec3> force(tracks_.size()), torque(tracks_.size()), ref(tracks_.size());
+  std::map<Index, std::size_t> track_of;
+  for (std::size_t k = 0; k < tracks_.size(); ++k) {
+    track_of[tracks_[k].body] = k;
+    if (tracks_[k].kind == "rigid") ref[k] = w.rigid_body(tracks_[k].body).x;
+  }
+  const std::vector<ContactRecord>& all = w.contacts();
+  const std::size_t count = contact_ids ? contact_ids->size() : all.size();
+  for (std::size_t m = 0; m < count; ++m) {
+    const ContactRecord& c = all[contact_ids ? std::size_t((*contact_ids)[m]) : m];
+    if (c.env != env_) continue;
+    const auto i = track_of.find(c.body_i), j = track_of.find(c.body_j);
+    if (c.body_i >= 0 && i != track_of.end()) {
+      force[i->second] += c.force;
+      torque[i->second] += Cross(c.position - ref[i->second], c.force);
+    }
+    if (c.body_j >= 0 && j != track_of.end()) {
+      force[j->second] -= c.force;
+      torque[j->second] -= Cross(c.position - ref[j->second], c.force);
+    }
+  }
+  for (std::size_t k = 0; k < tracks_.size(); ++k) {
+    const Scalar fv[3] = {force[k][0], force[k][1], force[k][2]}, tv[3] = {torque[k][0], torque[k][1], torque[k][2]};
+    f.contact_force[k].Append(1, fv);
+    f.contact_torque[k].Append(1, tv);
+  }
+  // the drives' targets at the frame's time (their trajectories sampled as ApplyControls does)
+  const Scalar t = w.time();
+  for (std::size_t k = 0; k < drives_.size(); ++k) {
+    const DriveTrack& d = drives_[k];
+    if (!d.trajectory.t.empty()) {
+      Vec3 p, v, om;
+      Quat q;
+      d.trajectory.Sample(t, &p, &q, &v, &om);
+      if (d.kind == "rod_end") {
+        p = p + ToMatrix(q) * d.offset;
+        q = Normalized(q * d.rotation);
+      }
+      const Scalar pv[3] = {p[0], p[1], p[2]}, qv[4] = {q.w, q.x, q.y, q.z};
+      f.drive_position[k].Append(1, pv);
+      f.drive_quaternion[k].Append(1, qv);
+    }
+    if (!d.width.t.empty()) {
+      Vec3 width, rate, unused;
+      Quat q;
+      d.width.Sample(t, &width, &q, &rate, &unused);
+      const Scalar wv = width[0];
+      f.drive_width[k].Append(1, &wv);
+    }
+  }
 }
 
 void Recorder::Finish(const std::string& status, const std::string& failure) {
@@ -492,6 +645,11 @@ void Recorder::Finish(const std::string& status, const std::string& failure) {
   f.x.clear();
   f.v.clear();
   f.q.clear();
+  f.contact_force.clear();
+  f.contact_torque.clear();
+  f.drive_position.clear();
+  f.drive_quaternion.clear();
+  f.drive_width.clear();
   f.energy.clear();
   f.momentum.clear();
   f.angular.clear();
@@ -509,7 +667,8 @@ void Recorder::Finish(const std::string& status, const std::string& failure) {
 }
 #else
 void Recorder::WriteStats() {}
-void Recorder::AddFrame(const SceneWorld&) {}
+void Recorder::AddFrame(const SceneWorld&, const std::vector<Index>*) {}
+void Recorder::WriteExtras(const SceneWorld&, const std::vector<Index>*) {}
 void Recorder::Finish(const std::string&, const std::string&) {}
 #endif
 

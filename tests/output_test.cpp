@@ -152,6 +152,93 @@ std::vector<double> ReadRows(hid_t f, const std::string& name, hsize_t rows, hsi
 }
 #endif
 
+#if CONDSIM_HAVE_HDF5
+// steps a scene 10 steps with the episode extras on (a frame every 5 steps) and checks each
+// body's contact force and torque per frame against World::BodyWrench of the same frame, bit for
+// bit (the reference: the world's own sums over its contact records); returns the file's path
+// and the frame times, and the largest contact force component seen
+std::string WriteExtras(const Scene& scene, const std::vector<std::string>& names, const std::string& dir,
+                        std::vector<double>* times, double* largest) {
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld sw = BuildWorld(scene, backend.get());
+  std::vector<Index> ids(sw.fem_ids);
+  ids.insert(ids.end(), sw.rod_ids.begin(), sw.rod_ids.end());
+  ids.insert(ids.end(), sw.rigid_ids.begin(), sw.rigid_ids.end());
+  for (const Gripper& g : sw.grippers) ids.insert(ids.end(), {g.palm, g.finger[0], g.finger[1]});
+  EXPECT_EQ(ids.size(), names.size());
+  std::vector<std::vector<double>> force(ids.size()), torque(ids.size());
+  const auto expect_frame = [&] {
+    times->push_back(sw.world->time());
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      const Wrench w = sw.world->BodyWrench(ids[k]);
+      for (int a = 0; a < 3; ++a) {
+        force[k].push_back(w.force[a]);
+        torque[k].push_back(w.torque[a]);
+      }
+    }
+  };
+  RecordEpisode episode;
+  episode.extras = true;
+  const std::string path = dir + "/" + scene.name + ".h5";
+  {
+    Recorder rec(path, scene, sw, episode);
+    rec.AddFrame(sw);
+    expect_frame();
+    for (int k = 0; k < 10; ++k) {
+      ApplyControls(scene, &sw);
+      rec.AddStats(sw.world->Step());
+      if ((k + 1) % 5 == 0) {
+        rec.AddFrame(sw);
+        expect_frame();
+      }
+    }
+    rec.Finish("complete", "");
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(f, 0);
+  *largest = 0;
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    EXPECT_EQ(ReadRows(f, "/bodies/" + names[k] + "/contact_force", 3, 3), force[k]) << scene.name << " " << names[k];
+    EXPECT_EQ(ReadRows(f, "/bodies/" + names[k] + "/contact_torque", 3, 3), torque[k]) << scene.name << " " << names[k];
+    for (double v : force[k]) *largest = std::max(*largest, std::abs(v));
+  }
+  H5Fclose(f);
+  return path;
+}
+#endif
+
+// a batch episode's extras (RecordEpisode::extras): per frame each body's contact wrench equals
+// World::BodyWrench bit for bit on box_sliding (a rigid box on 4 corner contacts: its torque is
+// about its centre of mass) and soft_ball_gripping (an FEM ball on the floor in a gripper), and
+// the gripper's width target is the linear interpolation of its waypoints (0.11 m at t = 0 to
+// 0.06 m at t = 0.6 s; to 1e-15 m) with the palm target at its first waypoint (0, 0, 0.1) until
+// t = 0.7 s (to 1e-15 m)
+TEST(Output, EpisodeExtrasHoldBodyWrenchesAndDriveTargets) {
+  if (!HaveHdf5()) GTEST_SKIP() << "built without HDF5";
+#if CONDSIM_HAVE_HDF5
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_output_test4_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::vector<double> times;
+  double largest = 0;
+  WriteExtras(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/box_sliding.json"), {"box"}, dir, &times, &largest);
+  EXPECT_GT(largest, 1.0);  // the box's weight, 4.9 N (a zero wrench would test nothing)
+  times.clear();
+  const std::string path = WriteExtras(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_ball_gripping.json"),
+                                       {"ball", "gripper_palm", "gripper_finger0", "gripper_finger1"}, dir, &times, &largest);
+  EXPECT_GT(largest, 0.1);  // the ball rests on the floor
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const std::vector<double> width = ReadRows(f, "/drives/gripper/gripper/width", 3, 1);
+  const std::vector<double> palm = ReadRows(f, "/drives/gripper/gripper/position", 3, 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(width[i], 0.11 + (0.06 - 0.11) * times[i] / 0.6, 1e-15) << "frame " << i;
+    EXPECT_NEAR(palm[3 * i + 2], 0.1, 1e-15) << "frame " << i;
+  }
+  H5Fclose(f);
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 // a free rigid box (tumbling about a non-principal axis), a free FEM slab and a free cable
 // (moving and spinning), with `gravity`; tight solver thresholds so the laws below hold to 1e-9
 std::string FreeBodies(const std::string& gravity) {
