@@ -291,29 +291,43 @@ int BenchDetect(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
 
 // `bench batch`: env-steps/s of scenes packed N = 1, 2, 4, ... per World (BuildBatch, environment
 // e loaded with seed e): per N a warm-up step, then reps runs of `steps` steps (ApplyControls per
-// environment, one Step for all), the median run; the cost per env-step relative to N = 1
+// environment, one Step for all), the median run. The reference "alone" is the mean cost per step
+// of seeds 0 ... 7 each in a World of its own (the same steps), so the ratio compares the same mix
+// of episodes; the iterations columns are the mean over environments and the slowest one's (a
+// batch iterates until its slowest environment stops)
 int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes, Index max_envs,
                int steps, int reps, int threads, const std::string& json_file) {
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-26s %-20s %6s %8s %12s %14s %10s %9s\n", "backend", "scene", "envs", "dofs", "ms/step", "env-steps/s", "per_env_us", "vs_N=1");
+  std::printf("%-26s %-20s %6s %8s %12s %14s %10s %9s %8s %8s\n", "backend", "scene", "envs", "dofs", "ms/step", "env-steps/s", "per_env_us",
+              "vs_alone", "it_mean", "it_max");
   for (const std::string& path : scenes) {
     for (const auto& [choice, format] : configs) {
       const Target target = MakeTarget(choice, format, threads);
-      double single = 0;  // seconds per env-step at N = 1
-      for (Index n = 1; n <= max_envs; n *= 2) {
+      // seeds [first, first + n) in one World: the median seconds per step, mean and max iterations
+      struct Run {
+        double per_step = 0, it_mean = 0, it_max = 0;
+        Index dofs = 0;
+        std::string name;
+      };
+      const auto run = [&](Index first, Index n) {
         std::vector<Scene> batch;
         for (Index e = 0; e < n; ++e) {
-          const std::uint64_t seed = std::uint64_t(e);
+          const std::uint64_t seed = std::uint64_t(first + e);
           batch.push_back(LoadScene(path, &seed));
         }
         std::vector<SceneWorld> sws = BuildBatch(batch, target.backend.get());
         World& world = *sws[0].world;
         world.set_isolate_failures(true);
+        Run out;
+        double it_sum = 0, it_max = 0;
         const auto step = [&] {
           for (Index e = 0; e < n; ++e) ApplyControls(batch[std::size_t(e)], &sws[std::size_t(e)]);
-          world.Step();
+          const StepStats st = world.Step();
+          for (const EnvStepStats& es : st.envs) it_sum += es.iterations;
+          it_max += st.cond.iterations;
         };
         step();
+        it_sum = it_max = 0;
         std::vector<double> t;
         for (int r = 0; r < reps; ++r) {
           const auto start = std::chrono::steady_clock::now();
@@ -322,13 +336,25 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
           t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps);
         }
         std::sort(t.begin(), t.end());
-        const double per_step = t[t.size() / 2], per_env = per_step / double(n);
-        if (n == 1) single = per_env;
-        std::printf("%-26s %-20s %6d %8d %12.3f %14.1f %10.1f %9.3f\n", target.name.c_str(), batch[0].name.c_str(), n, world.num_dofs(),
-                    per_step * 1e3, 1 / per_env, per_env * 1e6, per_env / single);
+        out.per_step = t[t.size() / 2];
+        out.it_mean = it_sum / (double(n) * reps * steps);
+        out.it_max = it_max / (double(reps) * steps);
+        out.dofs = world.num_dofs();
+        out.name = batch[0].name;
+        return out;
+      };
+      const Index alone_seeds = std::min<Index>(8, max_envs);
+      double alone = 0;
+      for (Index s = 0; s < alone_seeds; ++s) alone += run(s, 1).per_step / double(alone_seeds);
+      for (Index n = 1; n <= max_envs; n *= 2) {
+        const Run r = run(0, n);
+        const double per_env = r.per_step / double(n);
+        std::printf("%-26s %-20s %6d %8d %12.3f %14.1f %10.1f %9.3f %8.1f %8.1f\n", target.name.c_str(), r.name.c_str(), n, r.dofs,
+                    r.per_step * 1e3, 1 / per_env, per_env * 1e6, per_env / alone, r.it_mean, r.it_max);
         std::fflush(stdout);
-        rows.push_back({{"backend", target.name}, {"scene", batch[0].name}, {"envs", n}, {"dofs", world.num_dofs()}, {"seconds_per_step", per_step},
-                        {"env_steps_per_s", 1 / per_env}, {"cost_vs_single", per_env / single}, {"steps", steps}, {"reps", reps}});
+        rows.push_back({{"backend", target.name}, {"scene", r.name}, {"envs", n}, {"dofs", r.dofs}, {"seconds_per_step", r.per_step},
+                        {"env_steps_per_s", 1 / per_env}, {"cost_vs_alone", per_env / alone}, {"alone_seconds_per_step", alone},
+                        {"iterations_mean", r.it_mean}, {"iterations_max", r.it_max}, {"steps", steps}, {"reps", reps}});
         if (n > max_envs / 2) break;
       }
     }
@@ -353,7 +379,8 @@ int RunBench(const std::vector<std::string>& argv) {
                  "(plates of --min-nodes 1e3 .. --max-nodes 1e4): iterations, setup, solve and iteration times.\n"
                  "batch: env-steps/s of scenes packed N = 1, 2, 4, ... --max-envs (1024) environments per World\n"
                  "(--scenes a.json,b.json, default scenes/cable_winding.json,scenes/soft_mat_folding.json; seeds 0..N-1),\n"
-                 "--steps K (5) steps after a warm-up step, median of --reps (3 for batch), cost per env-step vs N = 1;\n"
+                 "--steps K (5) steps after a warm-up step, median of --reps (3 for batch), cost per env-step vs the\n"
+                 "mean of seeds 0..7 each alone;\n"
                  "--json FILE writes the rows.\n"
                  "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
                  "(--max-cables N caps the batch).\n"

@@ -126,6 +126,10 @@ struct Warning {
 struct Totals {
   double iterations = 0, contacts = 0, solver_s = 0, dynamics_s = 0, max_pen = 0, max_speed = 0, max_energy = 0;
   long long done = 0;
+  // the backend's work after the first step: per step (controls and step, no output) and in the
+  // solver's loops, with their iterations
+  BackendCounters step_counters, loop_counters;
+  double loop_iterations = 0;
   Warning not_converged;    // the solve stopped at max_iterations above theta_th
   Warning residual_growth;  // and its final residual grew tenfold over the last step's
   double last_residual = -1;
@@ -165,6 +169,16 @@ nlohmann::json Summary(const RunOptions& o, const Scene& scene, const World& wor
   s["dynamics_ms_per_step"] = t.dynamics_s / n * 1e3;
   s["solver_ms_per_step"] = t.solver_s / n * 1e3;
   s["wall_s"] = wall;
+  // the backend's work per step after the first (controls and step, no output), and per iteration
+  // of the solver's loop
+  const double later = double(std::max<long long>(t.done - 1, 1)), it = std::max(t.loop_iterations, 1.0);
+  const auto counts = [](const BackendCounters& c, double per) {
+    return nlohmann::json{{"allocations", double(c.allocations) / per},   {"allocated_bytes", double(c.allocated_bytes) / per},
+                          {"uploads", double(c.uploads) / per},           {"upload_bytes", double(c.upload_bytes) / per},
+                          {"downloads", double(c.downloads) / per},       {"download_bytes", double(c.download_bytes) / per},
+                          {"launches", double(c.launches) / per}};
+  };
+  s["backend_counters"] = {{"per_step", counts(t.step_counters, later)}, {"per_iteration", counts(t.loop_counters, it)}};
   if (scene.randomized) s["seed"] = scene.seed;
   for (const SceneRandom& r : scene.randomization)
     for (const std::string& p : r.paths) s["randomization"][p] = r.value;
@@ -248,6 +262,7 @@ int RunSceneFile(const Args& args) {
       break;
     }
     StepStats st;
+    const BackendCounters before = sel.backend->counters();
     try {
       ApplyControls(scene, &sw);
       st = world.Step();
@@ -261,6 +276,12 @@ int RunSceneFile(const Args& args) {
       failure = e.what();
       exit_code = 1;
       break;
+    }
+    const BackendCounters step_counters = sel.backend->counters() - before;
+    if (t.done > 0) {
+      t.step_counters = t.step_counters + step_counters;
+      t.loop_counters = t.loop_counters + st.cond.loop_counters;
+      t.loop_iterations += st.cond.iterations;
     }
     if (recorder) {
       try {
@@ -280,6 +301,17 @@ int RunSceneFile(const Args& args) {
       std::printf("step %lld t %.4f s: iterations %d residual %.3g m/s contacts %d virtual nodes %d penetration %.4g mm %.1f ms (inelastic %.3f ms)\n",
                   t.done - 1, double(t.done) * dt, st.cond.iterations, st.cond.residual, int(st.contacts), int(st.virtual_nodes),
                   double(st.max_penetration) * 1e3, st.step_seconds * 1e3, st.inelastic_seconds * 1e3);
+    if (o.verbose) {
+      // the backend's work: the step, and the solver's loop per iteration
+      const BackendCounters& c = step_counters;
+      const BackendCounters& l = st.cond.loop_counters;
+      const double it = std::max(1, st.cond.iterations);
+      std::printf("  backend: step %lld allocations (%lld B), %lld uploads (%lld B), %lld downloads (%lld B), %lld launches; "
+                  "per iteration %.2f allocations, %.2f uploads, %.2f downloads (%.0f B), %.1f launches\n",
+                  (long long)c.allocations, (long long)c.allocated_bytes, (long long)c.uploads, (long long)c.upload_bytes,
+                  (long long)c.downloads, (long long)c.download_bytes, (long long)c.launches, double(l.allocations) / it,
+                  double(l.uploads) / it, double(l.downloads) / it, double(l.download_bytes) / it, double(l.launches) / it);
+    }
     t.iterations += st.cond.iterations;
     // the solver's warnings: the first one is printed, all are counted
     if (!st.cond.converged) {

@@ -42,6 +42,19 @@ void CheckSameBackend(const Backend* self, const void* array_backend, const char
 }
 }  // namespace
 
+BackendCounters BackendCounters::operator+(const BackendCounters& more) const {
+  BackendCounters d;
+  d.allocations = allocations + more.allocations;
+  d.allocated_bytes = allocated_bytes + more.allocated_bytes;
+  d.frees = frees + more.frees;
+  d.uploads = uploads + more.uploads;
+  d.upload_bytes = upload_bytes + more.upload_bytes;
+  d.downloads = downloads + more.downloads;
+  d.download_bytes = download_bytes + more.download_bytes;
+  d.launches = launches + more.launches;
+  return d;
+}
+
 BackendCounters BackendCounters::operator-(const BackendCounters& since) const {
   BackendCounters d;
   d.allocations = allocations - since.allocations;

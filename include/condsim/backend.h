@@ -65,8 +65,9 @@ struct BackendCounters {
   std::int64_t uploads = 0, upload_bytes = 0;      // host -> backend
   std::int64_t downloads = 0, download_bytes = 0;  // backend -> host
   std::int64_t launches = 0;                       // kernels and primitives
-  // the counts from `since` to this
+  // the counts from `since` to this; the sum of two counts
   BackendCounters operator-(const BackendCounters& since) const;
+  BackendCounters operator+(const BackendCounters& more) const;
 };
 
 class Backend {

@@ -506,6 +506,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   backend_->Synchronize();
   const auto t1 = Clock::now();
   st.setup_seconds = std::chrono::duration<double>(t1 - t0).count();
+  const BackendCounters c0 = backend_->counters();
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
@@ -527,6 +528,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   }
   backend_->Synchronize();
   st.iterate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  st.loop_counters = backend_->counters() - c0;
   st.converged = st.failed_envs.empty();
   const double bound = params_.momentum_factor * params_.theta_threshold;
   for (Index e = 0; e < ne; ++e) {

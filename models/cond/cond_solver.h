@@ -91,6 +91,7 @@ struct CondStats {
   int chebyshev_restarts = 0;         // semi-iterations restarted after a residual increase
   double setup_seconds = 0;           // W and uploads
   double iterate_seconds = 0;         // the fixed-point loop
+  BackendCounters loop_counters;      // what the fixed-point loop asked of the backend
 };
 
 class CondSolver {
