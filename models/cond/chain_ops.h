@@ -78,9 +78,11 @@ struct ChainApplyOp {
   const unsigned char* ok;
   const Scalar* w;
   const Scalar* r;
+  const Index* node_env;            // a chain of a stopped environment is skipped (its iterate is
+  const unsigned char* env_active;  // not committed)
   Scalar* d;
   CONDSIM_HD_INLINE void operator()(Index c) const {
-    if (!ok[c]) return;
+    if (!ok[c] || !env_active[node_env[ch.chain.nodes[ch.chain.ptr[c]]]]) return;
     const Index n = 3 * (ch.chain.ptr[c + 1] - ch.chain.ptr[c]), bw = ChainBandwidth(ch.band), base = ch.chain.ptr[c];
     const Scalar* l = factor + ch.chain.factor_offset[c];
     auto dof = [&](Index i) { return 3 * std::int64_t(ch.chain.nodes[base + i / 3]) + i % 3; };

@@ -64,7 +64,7 @@ void CondChains::Step(const Array<Scalar>& start) {
   Backend& be = *ctx_->backend;
   const Index chains = static_cast<Index>(ptr_.size()) - 1;
   be.Multiply(ctx_->w, ctx_->r, &d_);
-  ctx_->kernels->ChainApply(chains, ChainApplyOp{View(), factor_.data(), ok_.data(), ctx_->w.data(), ctx_->r.data(), d_.data()});
+  ctx_->kernels->ChainApply(chains, ChainApplyOp{View(), factor_.data(), ok_.data(), ctx_->w.data(), ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), d_.data()});
   be.Copy(start, &ctx_->u);
   be.Axpby(-1, d_, 1, &ctx_->u);
 }
