@@ -8,6 +8,7 @@
 
 #include "condsim/build_info.h"
 #include "condsim/error.h"
+#include "io/output.h"
 
 #if CONDSIM_HAVE_HDF5
 #include <hdf5.h>
@@ -17,19 +18,6 @@ namespace condsim {
 
 #if CONDSIM_HAVE_HDF5
 namespace {
-
-// the innermost message of HDF5's error stack
-std::string Reason() {
-  std::string desc;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
-           [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
-             if (static_cast<std::string*>(out)->empty() && e->desc != nullptr) *static_cast<std::string*>(out) = e->desc;
-             return 0;
-           },
-           &desc);
-  H5Eclear2(H5E_DEFAULT);
-  return desc.empty() ? "HDF5 error" : desc;
-}
 
 void Quiet() {
   H5dont_atexit();
@@ -58,7 +46,7 @@ T ReadNumberAttr(hid_t loc, const char* name, hid_t mem_type, const std::string&
   const hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
   if (a < 0 || H5Aread(a, mem_type, &v) < 0) {
     if (a >= 0) H5Aclose(a);
-    throw Error(file + ": cannot read attribute " + name + " (" + Reason() + ")");
+    throw Error(file + ": cannot read attribute " + name + " (" + Hdf5Reason(false) + ")");
   }
   H5Aclose(a);
   return v;
@@ -73,7 +61,7 @@ void WriteStringAttr(hid_t loc, const char* name, const std::string& value, cons
   if (a >= 0) H5Aclose(a);
   H5Sclose(space);
   H5Tclose(type);
-  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Reason() + ")");
+  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason(false) + ")");
 }
 
 void WriteNumberAttr(hid_t loc, const char* name, hid_t type, const void* value, const std::string& file) {
@@ -82,7 +70,7 @@ void WriteNumberAttr(hid_t loc, const char* name, hid_t type, const void* value,
   const herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
   if (a >= 0) H5Aclose(a);
   H5Sclose(space);
-  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Reason() + ")");
+  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason(false) + ")");
 }
 
 // a 1-D dataset of n values (no creation times: reproducible files)
@@ -96,7 +84,7 @@ void WriteColumn(hid_t loc, const char* name, hid_t type, hsize_t n, const void*
   if (ds >= 0) H5Dclose(ds);
   H5Pclose(dcpl);
   H5Sclose(space);
-  if (ds < 0 || rc < 0) throw Error(file + ": cannot write dataset " + name + " (" + Reason() + ")");
+  if (ds < 0 || rc < 0) throw Error(file + ": cannot write dataset " + name + " (" + Hdf5Reason(false) + ")");
 }
 
 // a column of fixed-length strings (the longest + 1 bytes each, NUL-padded)
@@ -133,7 +121,7 @@ std::vector<T> ReadColumn(hid_t loc, const char* name, hid_t mem_type, const std
   const hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
   const herr_t rc = n == 0 ? 0 : H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data());
   H5Dclose(ds);
-  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + Reason() + ")");
+  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + Hdf5Reason(false) + ")");
   return out;
 }
 
@@ -147,7 +135,7 @@ std::vector<std::string> ReadStringColumn(hid_t loc, const char* name, const std
   const herr_t rc = n == 0 ? 0 : H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
   H5Tclose(type);
   H5Dclose(ds);
-  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + Reason() + ")");
+  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + Hdf5Reason(false) + ")");
   std::vector<std::string> out;
   for (long long i = 0; i < n; ++i) {
     const char* s = buf.data() + std::size_t(i) * width;
@@ -161,7 +149,7 @@ std::vector<std::string> ReadStringColumn(hid_t loc, const char* name, const std
 EpisodeFileInfo ReadEpisodeFile(const std::string& path) {
   Quiet();
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open the episode file (" + Reason() + ")");
+  if (f < 0) throw Error(path + ": cannot open the episode file (" + Hdf5Reason(false) + ")");
   EpisodeFileInfo info;
   try {
     info.scene_hash = HasAttr(f, "scene_hash") ? ReadStringAttr(f, "scene_hash", path) : "";
@@ -184,7 +172,7 @@ void WriteManifest(const std::string& path, const Manifest& m) {
   Quiet();
   const std::string tmp = path + ".part";
   const hid_t f = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot create " + tmp + " (" + Reason() + ")");
+  if (f < 0) throw Error(path + ": cannot create " + tmp + " (" + Hdf5Reason(false) + ")");
   try {
     WriteStringAttr(f, "scene", m.scene, path);
     WriteStringAttr(f, "scene_path", m.scene_path, path);
@@ -220,14 +208,14 @@ void WriteManifest(const std::string& path, const Manifest& m) {
     H5Pset_obj_track_times(gcpl, 0);
     const hid_t g = H5Gcreate2(f, "episodes", H5P_DEFAULT, gcpl, H5P_DEFAULT);
     H5Pclose(gcpl);
-    if (g < 0) throw Error(path + ": cannot create group episodes (" + Reason() + ")");
+    if (g < 0) throw Error(path + ": cannot create group episodes (" + Hdf5Reason(false) + ")");
     for (const ManifestEntry& e : m.entries) {
       if (e.file.empty()) continue;
       char name[32];
       std::snprintf(name, sizeof(name), "%06lld", e.index);
       if (H5Lcreate_external(e.file.c_str(), "/", g, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
         H5Gclose(g);
-        throw Error(path + ": cannot link episode " + name + " (" + Reason() + ")");
+        throw Error(path + ": cannot link episode " + name + " (" + Hdf5Reason(false) + ")");
       }
     }
     H5Gclose(g);
@@ -238,7 +226,7 @@ void WriteManifest(const std::string& path, const Manifest& m) {
   }
   if (H5Fclose(f) < 0) {
     std::filesystem::remove(tmp);
-    throw Error(path + ": cannot close " + tmp + " (" + Reason() + ")");
+    throw Error(path + ": cannot close " + tmp + " (" + Hdf5Reason(false) + ")");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -248,7 +236,7 @@ void WriteManifest(const std::string& path, const Manifest& m) {
 Manifest ReadManifest(const std::string& path) {
   Quiet();
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open the manifest (" + Reason() + ")");
+  if (f < 0) throw Error(path + ": cannot open the manifest (" + Hdf5Reason(false) + ")");
   Manifest m;
   try {
     m.scene = ReadStringAttr(f, "scene", path);

@@ -83,12 +83,8 @@ std::vector<std::string> UniqueGroupNames(const std::vector<std::string>& names)
 }
 
 #if CONDSIM_HAVE_HDF5
-namespace {
-
-// why an HDF5 call failed, in a few words: the system's reason for a failed write (HDF5's own
-// text then carries the whole write request), else the innermost message of HDF5's error stack
-std::string Hdf5Reason() {
-  const int err = errno;
+std::string Hdf5Reason(bool system) {
+  const int err = system ? errno : 0;
   std::string desc;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
            [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
@@ -101,6 +97,8 @@ std::string Hdf5Reason() {
   desc = desc.substr(0, desc.find_first_of(":\n"));
   return desc.empty() ? "HDF5 error" : desc;
 }
+
+namespace {
 
 hid_t NoTimesDcpl() {
   const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
