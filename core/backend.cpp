@@ -153,14 +153,45 @@ Index Backend::CheckSegments(const Array<Index>& offsets, Index n, Index out_siz
                                                     << out_size << " entries for "
                                                     << offsets.size() - 1 << " segments");
   // offsets are small (one per environment): validate a host copy
-  const std::vector<Index> host = offsets.ToHost();
+  return CheckSegments(offsets.ToHost(), n, out_size);
+}
+
+namespace {
+// nondecreasing from 0
+void CheckOffsetOrder(const std::vector<Index>& host) {
+  CONDSIM_CHECK(!host.empty(), "segment offsets must hold at least one entry");
   CONDSIM_CHECK(host[0] == 0, "segment offsets must start at 0, got " << host[0]);
-  for (std::size_t s = 1; s < host.size(); ++s) {
-    CONDSIM_CHECK(host[s - 1] <= host[s], "segment offsets decrease at segment " << s - 1);
-  }
-  CONDSIM_CHECK(host.back() <= n, "segment offsets end at " << host.back()
-                                                            << " beyond the vector size " << n);
+  for (std::size_t s = 1; s < host.size(); ++s) CONDSIM_CHECK(host[s - 1] <= host[s], "segment offsets decrease at segment " << s - 1);
+}
+}  // namespace
+
+Index Backend::CheckSegments(const std::vector<Index>& host, Index n, Index out_size) const {
+  CheckOffsetOrder(host);
+  CONDSIM_CHECK(out_size == Index(host.size()) - 1, "segmented reduction: output has " << out_size << " entries for " << host.size() - 1
+                                                                                      << " segments");
+  CONDSIM_CHECK(host.back() <= n, "segment offsets end at " << host.back() << " beyond the vector size " << n);
   return host.back();
+}
+
+SegmentOffsets::SegmentOffsets(Backend* backend, const std::vector<Index>& host) : host_(host) {
+  CheckOffsetOrder(host_);
+  array_ = Array<Index>(backend, host_);
+}
+
+void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const SegmentOffsets& offsets, Array<Scalar>* out) {
+  CheckSameBackend(this, x.backend(), "SegmentedDot: x");
+  CheckSameBackend(this, y.backend(), "SegmentedDot: y");
+  CheckSameBackend(this, out->backend(), "SegmentedDot: out");
+  CheckSameBackend(this, offsets.array().backend(), "segment offsets");
+  CONDSIM_CHECK(x.size() == y.size(), "SegmentedDot: sizes differ (" << x.size() << " vs " << y.size() << ")");
+  CONDSIM_CHECK(out->size() == offsets.num_segments(), "segmented reduction: output has " << out->size() << " entries for "
+                                                                                           << offsets.num_segments() << " segments");
+  const Index end = offsets.host().back();
+  CONDSIM_CHECK(end <= x.size(), "segment offsets end at " << end << " beyond the vector size " << x.size());
+  if (out->size() > 0) {
+    ++counters_.launches;
+    DoSegmentedDot(out->size(), offsets.array().data(), end, x.data(), y.data(), out->data());
+  }
 }
 
 void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y,

@@ -55,6 +55,7 @@ CudaProbe ProbeCuda(int device = 0);
 template <class T>
 class Array;
 class DeviceBlockMatrix;
+class SegmentOffsets;
 
 // what a backend was asked to do, counted as the host sees it (the same counts on every backend,
 // so a CPU run measures a GPU run's allocations, transfers and launches): reductions that return
@@ -129,6 +130,8 @@ class Backend {
                     Array<Scalar>* out);
   // out[s] = max |x_s| (0 for an empty segment, NaN when the segment holds a NaN)
   void SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets, Array<Scalar>* out);
+  // the same with offsets checked once (SegmentOffsets): no download to check them
+  void SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const SegmentOffsets& offsets, Array<Scalar>* out);
 
   // ---- index primitives (the broad phase): exclusive prefix sum of in[0, n) into out[0, n)
   // (out may alias in); returns the total
@@ -168,6 +171,7 @@ class Backend {
  private:
   // returns offsets[last]
   Index CheckSegments(const Array<Index>& offsets, Index n, Index out_size) const;
+  Index CheckSegments(const std::vector<Index>& host, Index n, Index out_size) const;
   BackendCounters counters_;
 };
 
@@ -224,6 +228,22 @@ class Array {
   Backend* backend_ = nullptr;
   T* data_ = nullptr;
   Index size_ = 0;
+};
+
+// the segment offsets of segmented reductions (nondecreasing from 0), checked once and kept on
+// the backend and the host, so that a reduction over them reads nothing back to check them
+class SegmentOffsets {
+ public:
+  SegmentOffsets() = default;
+  // throws condsim::Error naming the first bad entry
+  SegmentOffsets(Backend* backend, const std::vector<Index>& host);
+  const Array<Index>& array() const { return array_; }
+  const std::vector<Index>& host() const { return host_; }
+  Index num_segments() const { return host_.empty() ? 0 : static_cast<Index>(host_.size()) - 1; }
+
+ private:
+  Array<Index> array_;
+  std::vector<Index> host_;
 };
 
 // a block-sparse matrix on a backend: pattern fixed at creation, values refreshed in place

@@ -27,7 +27,8 @@ struct CondContext {
   Index nodes = 0;
   Index num_envs = 1;
   std::vector<Index> node_env_host;
-  Array<Index> node_env, dof_offsets, env_perm;
+  Array<Index> node_env, env_perm;
+  SegmentOffsets dof_offsets;
   Array<Scalar> perm_x, perm_y;     // scratch of EnvDot
   Array<unsigned char> env_active;  // per environment: still iterating
   std::vector<unsigned char> env_enabled;  // per environment: iterated at all (SetEnabledEnvironments)

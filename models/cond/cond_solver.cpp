@@ -217,7 +217,7 @@ void CondSolver::PrepareMomentum() {
     }
   }
   for (int d = 0; d < 3; ++d) body_mask_[d] = Array<Scalar>(backend_, mask[d]);
-  body_offsets_ = Array<Index>(backend_, offsets);
+  body_offsets_ = SegmentOffsets(backend_, offsets);
   body_sum_ = Array<Scalar>(backend_, Index(nb));
 }
 
@@ -240,7 +240,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     for (Index e : node_env) dof_offsets[std::size_t(e) + 1] += 3;
     for (Index e = 0; e < ctx_.num_envs; ++e) dof_offsets[e + 1] += dof_offsets[e];
     ctx_.node_env = Array<Index>(b, node_env);
-    ctx_.dof_offsets = Array<Index>(b, dof_offsets);
+    ctx_.dof_offsets = SegmentOffsets(b, dof_offsets);
     // interleaved environments: the DOFs grouped by environment, each in its own order
     ctx_.env_perm = Array<Index>();
     if (!std::is_sorted(node_env.begin(), node_env.end())) {

@@ -175,7 +175,7 @@ class CondSolver {
   // x, y, z DOFs with mass, its mass, its nodes with mass and its environment
   std::vector<Scalar> mass_host_;
   std::vector<Index> body_start_;
-  Array<Index> body_offsets_;
+  SegmentOffsets body_offsets_;
   Array<Scalar> body_mask_[3], body_sum_;
   std::vector<double> body_mass_, body_nodes_;
   std::vector<Index> body_env_;
