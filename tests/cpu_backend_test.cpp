@@ -139,6 +139,51 @@ TEST(CpuBackend, RefreshedValuesAreUsed) {
   EXPECT_EQ(y.ToHost(), (std::vector<Scalar>{-1, 10}));
 }
 
+// SegmentOffsets: the same sums as offsets in an Array (bitwise), bad offsets rejected once, and
+// no download per reduction (the counters: one launch, nothing read back)
+TEST(CpuBackend, SegmentOffsetsMatchArrayOffsetsWithoutDownloads) {
+  std::mt19937_64 rng(3);
+  auto backend = Cpu(2);
+  const std::vector<Index> off{0, 7, 7, 5000, 9001};
+  const std::vector<Scalar> xh = test::RandomVector(rng, 9001), yh = test::RandomVector(rng, 9001);
+  Array<Scalar> x(backend.get(), xh), y(backend.get(), yh), a(backend.get(), 4), b(backend.get(), 4);
+  Array<Index> offsets(backend.get(), off);
+  const SegmentOffsets checked(backend.get(), off);
+  backend->SegmentedDot(x, y, offsets, &a);
+  const BackendCounters before = backend->counters();
+  backend->SegmentedDot(x, y, checked, &b);
+  const BackendCounters d = backend->counters() - before;
+  EXPECT_EQ(a.ToHost(), b.ToHost());
+  EXPECT_EQ(d.launches, 1);
+  EXPECT_EQ(d.downloads, 0);
+  EXPECT_EQ(d.allocations, 0);
+  EXPECT_THROW(SegmentOffsets(backend.get(), {0, 5, 3}), Error);
+  EXPECT_THROW(SegmentOffsets(backend.get(), {1, 5}), Error);
+  Array<Scalar> wrong(backend.get(), 3);
+  EXPECT_THROW(backend->SegmentedDot(x, y, checked, &wrong), Error);
+}
+
+// the counters count as the host sees it: an allocation with its bytes, an upload, a reduction's
+// value read back as one download of 8 bytes, a vector op as one launch
+TEST(CpuBackend, CountersCountAllocationsTransfersAndLaunches) {
+  auto backend = Cpu(1);
+  const BackendCounters c0 = backend->counters();
+  Array<Scalar> x(backend.get(), std::vector<Scalar>(100, 1.0));
+  BackendCounters d = backend->counters() - c0;
+  EXPECT_EQ(d.allocations, 1);
+  EXPECT_EQ(d.allocated_bytes, 800);
+  EXPECT_EQ(d.uploads, 1);
+  EXPECT_EQ(d.upload_bytes, 800);
+  const BackendCounters c1 = backend->counters();
+  EXPECT_EQ(backend->Dot(x, x), 100);
+  backend->Fill(2, &x);
+  d = backend->counters() - c1;
+  EXPECT_EQ(d.launches, 2);
+  EXPECT_EQ(d.downloads, 1);
+  EXPECT_EQ(d.download_bytes, 8);
+  EXPECT_EQ(d.allocations, 0);
+}
+
 // row flags (batched solves): flagged rows equal the full product bitwise, the others keep y
 TEST(CpuBackend, RowFlagsSkipRows) {
   std::mt19937_64 rng(7);
