@@ -178,6 +178,37 @@ TEST(WorldBatchFailure, FailedEnvironmentIsFrozenAndOthersUnchanged) {
   }
 }
 
+// an FEM body thrown beyond max_speed (soft_ball_gripping's ball 10 m up, clear of the gripper
+// and the floor, at 2 km/s): its environment is frozen at its start (positions as loaded,
+// velocities 0) and the other steps as alone
+TEST(WorldBatchFailure, FailedFemEnvironmentIsFrozen) {
+  const std::uint64_t seeds[] = {1, 2};
+  std::vector<Scene> s;
+  for (std::uint64_t seed : seeds) s.push_back(LoadScene(ScenePath("soft_ball_gripping.json"), &seed));
+  Scene thrown = s[1];
+  thrown.fem[0].velocity = Vec3{2000, 0, 0};
+  for (std::size_t i = 2; i < thrown.fem[0].mesh.x.size(); i += 3) thrown.fem[0].mesh.x[i] += 10;
+  auto b1 = MakeBackend(BackendChoice::kCpu).backend, b2 = MakeBackend(BackendChoice::kCpu).backend;
+  std::vector<SceneWorld> with = BuildBatch({s[0], thrown}, b1.get());
+  SceneWorld alone = BuildWorld(s[0], b2.get());
+  with[0].world->set_isolate_failures(true);
+  const Index ball = with[1].fem_ids[0];
+  const std::vector<Scalar> x0 = with[0].world->FemPositions(ball);
+  for (int step = 0; step < 8; ++step) {
+    for (std::size_t e = 0; e < 2; ++e) ApplyControls(e == 0 ? s[0] : thrown, &with[e]);
+    ApplyControls(s[0], &alone);
+    const StepStats st = with[0].world->Step();
+    const StepStats ref = alone.world->Step();
+    SCOPED_TRACE("step " + std::to_string(step));
+    ASSERT_EQ(st.envs[1].failed, step == 0);
+    if (step == 0) EXPECT_EQ(st.envs[1].failed_body, ball);
+    ASSERT_TRUE(Same(with[0].world->FemPositions(ball), x0));
+    for (Scalar v : with[0].world->FemVelocities(ball)) ASSERT_EQ(v, 0);
+    ASSERT_EQ(st.envs[0].iterations, ref.cond.iterations);
+    ASSERT_TRUE(Same(State(with[0]), State(alone)));
+  }
+}
+
 // not isolating (the default): the failure is a DivergenceError naming the environment, and the
 // world's state is as before the step
 TEST(WorldBatchFailure, WithoutIsolationFailureThrows) {
