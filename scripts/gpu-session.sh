@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU work of a session in one device call, after `bash .devdeps/gpu-check.sh` has built the
 # project (../shared/device/README.md): every shipped scene on cuda and on cpu with their
-# summary.json side by side, a bitwise repeat on cuda (same scene, same backend, same seed), and
-# optionally the benchmarks. Everything lands in $OUT (the device tool brings it back); copy the
+# summary.json side by side, a bitwise repeat on cuda (same scene, same backend, same seed), a
+# batch of three episodes against each run alone, and optionally the benchmarks. Everything lands in $OUT (the device tool brings it back); copy the
 # numbers into docs/performance.md (with device, date and commit) and docs/scenarios.md (current numbers).
 #
 # usage: bash scripts/gpu-session.sh [--bench] [BUILD_DIR]   (default /tmp/condsim-gpu-build)
@@ -66,7 +66,33 @@ else
   status=1
 fi
 
+# a batch on the same backend: three episodes packed in one World against each run alone
+# (docs/batch.md: bitwise on the CPU; on CUDA the per-environment reductions take another path
+# with one environment than with several, so this records whether they agree bitwise)
+python=${PYTHON:-/usr/bin/python3}
+bdir=/tmp/gpu-session-batch
+rm -rf "$bdir"
+if timeout 240 "$bin" batch scenes/soft_ball_gripping.json --envs 3 --episodes 3 --steps 30 --backend "$repeat" --quiet \
+     --out "$bdir/batch" > "$out/batch.log" 2>&1; then
+  same=0
+  for i in 0 1 2; do
+    seed=$("$python" tests/batch_check.py seeds "$bdir/batch/manifest.h5" | awk -v i=$i '$1 == i { print $2 }')
+    timeout 240 "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --seed "$seed" --steps 30 --quiet \
+      --out "$bdir/run-$i" >> "$out/batch.log" 2>&1
+    "$python" tests/batch_check.py same "$bdir/batch/episodes/episode_00000$i.h5" "$bdir/run-$i/output.h5" >> "$out/batch.log" 2>&1 \
+      && same=$((same + 1))
+  done
+  echo "$repeat batch (soft_ball_gripping, 3 environments, 30 steps): $same of 3 episodes bitwise equal to run --seed" | tee "$out/batch.txt"
+else
+  echo "$repeat batch: condsim batch failed (batch.log)" | tee "$out/batch.txt"
+  status=1
+fi
+
 if [ $bench -eq 1 ]; then
+  # the batch benchmark: env-steps/s up to 4096 cables per World (design target on CUDA: >= 1e5 at N = 4096)
+  timeout 480 "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
+    --json "$out/bench-batch.json" > "$out/bench-batch.txt" 2>&1
+  echo "bench batch rc=$?"
   for b in spmv vector detect fem solver modes; do
     # whole solves (solver, modes) take seconds each on the cpu rows: 3 reps
     reps=20
