@@ -231,6 +231,21 @@ TEST(WorldBatchFailure, WithoutIsolationFailureThrows) {
   EXPECT_FALSE(w[0].world->env_failed(1));
 }
 
+// an environment without bodies is an error naming it, at the first step
+TEST(WorldBatchFailure, EmptyEnvironmentIsAnError) {
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  World w(backend.get(), WorldParams());
+  w.AddRigid(RigidBody());
+  w.AddEnvironment();
+  w.AddStatic(StaticShape());
+  try {
+    w.Step();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("environment 1 has no"), std::string::npos) << e.what();
+  }
+}
+
 // the environments of a batch share /world: another dt is an error naming the scene and field
 TEST(WorldBatchFailure, DifferentWorldParametersAreAnError) {
   Scene a = LoadScene(ScenePath("box_sliding.json")), b = a;

@@ -351,6 +351,9 @@ Index World::num_dofs() const {
 
 void World::Finalize() {
   CONDSIM_CHECK(num_bodies() > 0, "world: nothing to step (no rigid body, FEM body or cable was added)");
+  for (Index e = 0; e < num_envs(); ++e)
+    CONDSIM_CHECK(first_body(e) < (e + 1 < num_envs() ? first_body(e + 1) : num_bodies()),
+                  "world: environment " << e << " has no rigid body, FEM body or cable");
   // the global system's parts: FEM bodies, cables, then the rigid bodies
   w_.rigid = RigidModel(w_.rigid_init, "rigid bodies", w_.joints);
   w_.system = std::make_unique<SystemMatrix>(w_.backend);
