@@ -8,21 +8,17 @@
 
 #include "condsim/build_info.h"
 #include "condsim/error.h"
-#include "io/output.h"
 
-#if CONDSIM_HAVE_HDF5
-#include <hdf5.h>
-#endif
+#include "io/hdf5_util.h"
 
 namespace condsim {
 
 #if CONDSIM_HAVE_HDF5
 namespace {
 
-void Quiet() {
-  H5dont_atexit();
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-}
+using hdf5::Quiet;
+using hdf5::WriteScalarAttr;
+using hdf5::WriteStringAttr;
 
 bool HasAttr(hid_t loc, const char* name) { return H5Aexists(loc, name) > 0; }
 
@@ -46,45 +42,15 @@ T ReadNumberAttr(hid_t loc, const char* name, hid_t mem_type, const std::string&
   const hid_t a = H5Aopen(loc, name, H5P_DEFAULT);
   if (a < 0 || H5Aread(a, mem_type, &v) < 0) {
     if (a >= 0) H5Aclose(a);
-    throw Error(file + ": cannot read attribute " + name + " (" + Hdf5Reason(false) + ")");
+    throw Error(file + ": cannot read attribute " + name + " (" + hdf5::Reason(false) + ")");
   }
   H5Aclose(a);
   return v;
 }
 
-void WriteStringAttr(hid_t loc, const char* name, const std::string& value, const std::string& file) {
-  const hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, value.size() + 1);
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  const herr_t rc = a >= 0 ? H5Awrite(a, type, value.c_str()) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  H5Tclose(type);
-  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason(false) + ")");
-}
-
-void WriteNumberAttr(hid_t loc, const char* name, hid_t type, const void* value, const std::string& file) {
-  const hid_t space = H5Screate(H5S_SCALAR);
-  const hid_t a = H5Acreate2(loc, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-  const herr_t rc = a >= 0 ? H5Awrite(a, type, value) : -1;
-  if (a >= 0) H5Aclose(a);
-  H5Sclose(space);
-  if (rc < 0) throw Error(file + ": cannot write attribute " + name + " (" + Hdf5Reason(false) + ")");
-}
-
-// a 1-D dataset of n values (no creation times: reproducible files)
+// a 1-D dataset of n values
 void WriteColumn(hid_t loc, const char* name, hid_t type, hsize_t n, const void* data, const std::string& file) {
-  const hid_t space = H5Screate_simple(1, &n, nullptr);
-  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5Pset_obj_track_times(dcpl, 0);
-  const hid_t ds = H5Dcreate2(loc, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  herr_t rc = -1;
-  if (ds >= 0) rc = n == 0 ? 0 : H5Dwrite(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
-  if (ds >= 0) H5Dclose(ds);
-  H5Pclose(dcpl);
-  H5Sclose(space);
-  if (ds < 0 || rc < 0) throw Error(file + ": cannot write dataset " + name + " (" + Hdf5Reason(false) + ")");
+  hdf5::WriteData(loc, name, type, {n}, data, file);
 }
 
 // a column of fixed-length strings (the longest + 1 bytes each, NUL-padded)
@@ -121,7 +87,7 @@ std::vector<T> ReadColumn(hid_t loc, const char* name, hid_t mem_type, const std
   const hid_t ds = H5Dopen2(loc, name, H5P_DEFAULT);
   const herr_t rc = n == 0 ? 0 : H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data());
   H5Dclose(ds);
-  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + Hdf5Reason(false) + ")");
+  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + hdf5::Reason(false) + ")");
   return out;
 }
 
@@ -135,7 +101,7 @@ std::vector<std::string> ReadStringColumn(hid_t loc, const char* name, const std
   const herr_t rc = n == 0 ? 0 : H5Dread(ds, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data());
   H5Tclose(type);
   H5Dclose(ds);
-  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + Hdf5Reason(false) + ")");
+  if (rc < 0) throw Error(file + ": cannot read dataset " + name + " (" + hdf5::Reason(false) + ")");
   std::vector<std::string> out;
   for (long long i = 0; i < n; ++i) {
     const char* s = buf.data() + std::size_t(i) * width;
@@ -149,7 +115,7 @@ std::vector<std::string> ReadStringColumn(hid_t loc, const char* name, const std
 EpisodeFileInfo ReadEpisodeFile(const std::string& path) {
   Quiet();
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open the episode file (" + Hdf5Reason(false) + ")");
+  if (f < 0) throw Error(path + ": cannot open the episode file (" + hdf5::Reason(false) + ")");
   EpisodeFileInfo info;
   try {
     info.scene_hash = HasAttr(f, "scene_hash") ? ReadStringAttr(f, "scene_hash", path) : "";
@@ -172,18 +138,18 @@ void WriteManifest(const std::string& path, const Manifest& m) {
   Quiet();
   const std::string tmp = path + ".part";
   const hid_t f = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot create " + tmp + " (" + Hdf5Reason(false) + ")");
+  if (f < 0) throw Error(path + ": cannot create " + tmp + " (" + hdf5::Reason(false) + ")");
   try {
     WriteStringAttr(f, "scene", m.scene, path);
     WriteStringAttr(f, "scene_path", m.scene_path, path);
     WriteStringAttr(f, "scene_hash", m.scene_hash, path);
     WriteStringAttr(f, "commit", m.commit, path);
-    WriteNumberAttr(f, "batch_seed", H5T_NATIVE_UINT64, &m.batch_seed, path);
-    WriteNumberAttr(f, "envs", H5T_NATIVE_LLONG, &m.envs, path);
-    WriteNumberAttr(f, "steps", H5T_NATIVE_LLONG, &m.steps, path);
-    WriteNumberAttr(f, "episodes", H5T_NATIVE_LLONG, &m.episodes, path);
-    WriteNumberAttr(f, "shard", H5T_NATIVE_LLONG, &m.shard, path);
-    WriteNumberAttr(f, "shards", H5T_NATIVE_LLONG, &m.shards, path);
+    WriteScalarAttr(f, "batch_seed", H5T_NATIVE_UINT64, &m.batch_seed, path);
+    WriteScalarAttr(f, "envs", H5T_NATIVE_LLONG, &m.envs, path);
+    WriteScalarAttr(f, "steps", H5T_NATIVE_LLONG, &m.steps, path);
+    WriteScalarAttr(f, "episodes", H5T_NATIVE_LLONG, &m.episodes, path);
+    WriteScalarAttr(f, "shard", H5T_NATIVE_LLONG, &m.shard, path);
+    WriteScalarAttr(f, "shards", H5T_NATIVE_LLONG, &m.shards, path);
     // the table: one row per episode of this manifest
     std::vector<long long> index, steps;
     std::vector<std::uint64_t> seed;
@@ -204,18 +170,14 @@ void WriteManifest(const std::string& path, const Manifest& m) {
     WriteColumn(f, "steps_done", H5T_NATIVE_LLONG, n, steps.data(), path);
     WriteStringColumn(f, "file", file, path);
     // /episodes/<index, 6 digits>: an external link to the episode file's root (no data copied)
-    const hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
-    H5Pset_obj_track_times(gcpl, 0);
-    const hid_t g = H5Gcreate2(f, "episodes", H5P_DEFAULT, gcpl, H5P_DEFAULT);
-    H5Pclose(gcpl);
-    if (g < 0) throw Error(path + ": cannot create group episodes (" + Hdf5Reason(false) + ")");
+    const hid_t g = hdf5::MakeGroup(f, "episodes", path);
     for (const ManifestEntry& e : m.entries) {
       if (e.file.empty()) continue;
       char name[32];
       std::snprintf(name, sizeof(name), "%06lld", e.index);
       if (H5Lcreate_external(e.file.c_str(), "/", g, name, H5P_DEFAULT, H5P_DEFAULT) < 0) {
         H5Gclose(g);
-        throw Error(path + ": cannot link episode " + name + " (" + Hdf5Reason(false) + ")");
+        throw Error(path + ": cannot link episode " + name + " (" + hdf5::Reason(false) + ")");
       }
     }
     H5Gclose(g);
@@ -226,7 +188,7 @@ void WriteManifest(const std::string& path, const Manifest& m) {
   }
   if (H5Fclose(f) < 0) {
     std::filesystem::remove(tmp);
-    throw Error(path + ": cannot close " + tmp + " (" + Hdf5Reason(false) + ")");
+    throw Error(path + ": cannot close " + tmp + " (" + hdf5::Reason(false) + ")");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -236,7 +198,7 @@ void WriteManifest(const std::string& path, const Manifest& m) {
 Manifest ReadManifest(const std::string& path) {
   Quiet();
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (f < 0) throw Error(path + ": cannot open the manifest (" + Hdf5Reason(false) + ")");
+  if (f < 0) throw Error(path + ": cannot open the manifest (" + hdf5::Reason(false) + ")");
   Manifest m;
   try {
     m.scene = ReadStringAttr(f, "scene", path);

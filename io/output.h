@@ -18,10 +18,6 @@ namespace condsim {
 
 // true when condsim was built with HDF5
 bool HaveHdf5();
-// why the last HDF5 call failed, in a few words (HDF5 builds only): with `system` and errno set,
-// the system's reason (a failed write: HDF5's own text then carries the whole request), else the
-// innermost message of HDF5's error stack, which is cleared
-std::string Hdf5Reason(bool system = true);
 // writes text to path through path + ".part", renamed when complete (an interrupted write
 // never leaves a file that looks finished); throws condsim::Error naming the file
 void WriteTextAtomically(const std::string& path, const std::string& text);
