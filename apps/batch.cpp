@@ -125,10 +125,6 @@ class Progress {
   std::chrono::steady_clock::time_point t0_, last_;
 };
 
-// an environment diverged while isolation was unavailable (the World threw): the wave is re-run
-// one episode at a time
-struct WaveDiverged {};
-
 // runs the episodes together (one batched World); false when a stop signal ended it (the
 // unfinished episodes' .part files removed)
 bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Backend* backend, Progress* progress,
@@ -169,16 +165,8 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
     if (g_stop_signal.load() != 0) return false;  // the recorders' destructors drop the .part files
     for (std::size_t e = 0; e < n; ++e)
       if (active[e]) ApplyControls(scenes[e], &sws[e]);
-    StepStats st;
-    try {
-      st = world.Step();
-    } catch (const DivergenceError& err) {
-      if (n > 1) throw WaveDiverged{};
-      // one environment: its failure is the episode's (as `condsim run` reports it)
-      st.envs.assign(1, EnvStepStats{});
-      st.envs[0].failed = true;
-      st.envs[0].failure = err.what();
-    }
+    // a diverging environment is reported in st.envs (isolated failures), never thrown
+    const StepStats st = world.Step();
     const bool frame = (step + 1) % o.every == 0;
     if (frame) sort_contacts();
     for (std::size_t e = 0; e < n; ++e) {
@@ -411,19 +399,7 @@ int RunBatch(const std::vector<std::string>& argv) {
   int stop = 0;
   for (std::size_t w = 0; w < todo.size() && stop == 0; w += std::size_t(o.envs)) {
     const std::vector<long long> wave(todo.begin() + long(w), todo.begin() + long(std::min(todo.size(), w + std::size_t(o.envs))));
-    bool finished = false;
-    try {
-      finished = RunWave(o, wave, sel.backend.get(), &progress, &outcomes);
-    } catch (const WaveDiverged&) {
-      // the World could not isolate the failing environment: each episode again, alone
-      std::cerr << "condsim batch: warning: the World did not isolate a diverging environment; episodes";
-      for (long long i : wave) std::cerr << " " << i;
-      std::cerr << " run again one at a time\n";
-      finished = true;
-      for (long long i : wave)
-        if (finished) finished = RunWave(o, {i}, sel.backend.get(), &progress, &outcomes);
-    }
-    if (!finished) stop = g_stop_signal.load();
+    if (!RunWave(o, wave, sel.backend.get(), &progress, &outcomes)) stop = g_stop_signal.load();
   }
   progress.End();
 

@@ -529,16 +529,18 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   backend_->Synchronize();
   st.iterate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   st.loop_counters = backend_->counters() - c0;
-  st.converged = st.failed_envs.empty();
   const double bound = params_.momentum_factor * params_.theta_threshold;
+  st.env_converged.assign(std::size_t(ne), 1);
+  for (int e : st.failed_envs) st.env_converged[std::size_t(e)] = 0;
   for (Index e = 0; e < ne; ++e) {
     if (!ctx_.env_enabled.empty() && !ctx_.env_enabled[std::size_t(e)]) continue;
     st.iterations = std::max(st.iterations, st.env_iterations[e]);
     st.residual = std::max(st.residual, st.env_residual[e]);
     st.momentum_error = std::max(st.momentum_error, st.env_momentum_error[e]);
-    if (!(st.env_residual[e] < params_.theta_threshold)) st.converged = false;
-    if (momentum_check() && !(st.env_momentum_error[e] >= 0 && st.env_momentum_error[e] < bound)) st.converged = false;
+    if (!(st.env_residual[e] < params_.theta_threshold)) st.env_converged[std::size_t(e)] = 0;
+    if (momentum_check() && !(st.env_momentum_error[e] >= 0 && st.env_momentum_error[e] < bound)) st.env_converged[std::size_t(e)] = 0;
   }
+  st.converged = std::find(st.env_converged.begin(), st.env_converged.end(), 0) == st.env_converged.end();
   return st;
 }
 

@@ -83,6 +83,7 @@ struct CondStats {
   std::vector<int> env_iterations;
   std::vector<double> env_residual;
   std::vector<double> env_momentum_error;  // per environment the last theta_p (-1: not checked)
+  std::vector<unsigned char> env_converged;  // per environment: it passed the stop rule (1 when left out)
   std::vector<int> failed_envs;       // environments whose iterate became NaN/Inf (left at
                                       // their last finite iterate; the others continue)
   std::vector<double> history;        // max theta over running environments, per iteration

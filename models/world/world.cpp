@@ -446,12 +446,9 @@ StepStats World::Step() {
     es.iterations = stats.cond.env_iterations[e];
     es.residual = stats.cond.env_residual[e];
     es.momentum_error = stats.cond.env_momentum_error[e];
-    es.converged = !es.failed && es.residual < w_.params.cond.theta_threshold &&
-                   (stats.cond.momentum_error < 0 || (es.momentum_error >= 0 && es.momentum_error < w_.params.cond.momentum_factor *
-                                                                                                      w_.params.cond.theta_threshold));
+    es.converged = !es.failed && stats.cond.env_converged[e] != 0;
     es.health = env_health[e];
   }
-  if (ne == 1) stats.envs[0].converged = stats.cond.converged;
   time_ += w_.params.dt;
   ++steps_;
   stats.step_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
