@@ -434,7 +434,8 @@ void Recorder::WriteExtras(const SceneWorld& sw, const std::vector<Index>* conta
   World& w = *sw.world;
   // each body's contact wrench: World::BodyWrench's sums (torque about a rigid body's centre of
   // mass, about the origin otherwise) over this environment's contacts
-  std::vector<Vec3> force(tracks_.size()), torque(tracks_.size()), ref(tracks_.size());
+  std::vector<Wrench> wrench(tracks_.size());
+  std::vector<Vec3> ref(tracks_.size());
   std::map<Index, std::size_t> track_of;
   for (std::size_t k = 0; k < tracks_.size(); ++k) {
     track_of[tracks_[k].body] = k;
@@ -445,18 +446,15 @@ void Recorder::WriteExtras(const SceneWorld& sw, const std::vector<Index>* conta
   for (std::size_t m = 0; m < count; ++m) {
     const ContactRecord& c = all[contact_ids ? std::size_t((*contact_ids)[m]) : m];
     if (c.env != env_) continue;
-    const auto i = track_of.find(c.body_i), j = track_of.find(c.body_j);
-    if (c.body_i >= 0 && i != track_of.end()) {
-      force[i->second] += c.force;
-      torque[i->second] += Cross(c.position - ref[i->second], c.force);
-    }
-    if (c.body_j >= 0 && j != track_of.end()) {
-      force[j->second] -= c.force;
-      torque[j->second] -= Cross(c.position - ref[j->second], c.force);
+    for (const Index b : {c.body_i, c.body_j}) {
+      const auto k = track_of.find(b);
+      if (b < 0 || k == track_of.end() || (b == c.body_j && b == c.body_i)) continue;  // a self-contact once
+      AddContactWrench(c, b, ref[k->second], &wrench[k->second]);
     }
   }
   for (std::size_t k = 0; k < tracks_.size(); ++k) {
-    const Scalar fv[3] = {force[k][0], force[k][1], force[k][2]}, tv[3] = {torque[k][0], torque[k][1], torque[k][2]};
+    const Vec3 &fw = wrench[k].force, &tw = wrench[k].torque;
+    const Scalar fv[3] = {fw[0], fw[1], fw[2]}, tv[3] = {tw[0], tw[1], tw[2]};
     f.contact_force[k].Append(1, fv);
     f.contact_torque[k].Append(1, tv);
   }

@@ -502,17 +502,19 @@ Wrench World::BodyWrench(Index body) const {
   Wrench w;
   Vec3 ref;
   if (body >= 0 && std::size_t(body) < w_.ids.size() && w_.ids[body].first == BodyKind::kRigid) ref = rigid_body(body).x;
-  for (const ContactRecord& r : records_) {
-    if (r.body_i == body) {
-      w.force += r.force;
-      w.torque += Cross(r.position - ref, r.force);
-    }
-    if (r.body_j == body) {
-      w.force -= r.force;
-      w.torque -= Cross(r.position - ref, r.force);
-    }
-  }
+  for (const ContactRecord& r : records_) AddContactWrench(r, body, ref, &w);
   return w;
+}
+
+void AddContactWrench(const ContactRecord& c, Index body, const Vec3& ref, Wrench* w) {
+  if (c.body_i == body) {
+    w->force += c.force;
+    w->torque += Cross(c.position - ref, c.force);
+  }
+  if (c.body_j == body) {
+    w->force -= c.force;
+    w->torque -= Cross(c.position - ref, c.force);
+  }
 }
 
 }  // namespace condsim

@@ -45,6 +45,10 @@ struct Wrench {
   Vec3 torque;
 };
 
+// adds contact c's force on `body` and its torque about `ref` to w: body_i takes the force,
+// body_j its opposite (both for a self-contact, which then adds nothing)
+void AddContactWrench(const ContactRecord& c, Index body, const Vec3& ref, Wrench* w);
+
 // one environment's part of a step (batched worlds: World::AddEnvironment)
 struct EnvStepStats {
   int iterations = 0;          // COND iterations of this environment
