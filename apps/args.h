@@ -106,6 +106,8 @@ int ThreadCount(const Args& args, bool quiet, const std::string& command);
 int RunInfo(const std::vector<std::string>& args);
 int RunBatch(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
+// `condsim bench scale` (apps/bench_scale.cpp): exit 2 on a bad option value
+int RunBenchScale(const std::vector<std::string>& args);
 int RunScene(const std::vector<std::string>& args);
 // `condsim run SCENE.json` (apps/run_scene.cpp)
 int RunSceneFile(const Args& args);

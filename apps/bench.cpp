@@ -365,11 +365,12 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
+  if (!argv.empty() && argv[0] == "scale") return RunBenchScale(std::vector<std::string>(argv.begin() + 1, argv.end()));
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
                    "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
-    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch [--backend cpu|cuda|all] [--min-rows 1e4]\n"
+    std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch|scale [--backend cpu|cuda|all] [--min-rows 1e4]\n"
                  "       [--max-rows 1e7] [--min-dofs 1e3] [--max-dofs 1e6] [--min-tets 1e4]\n"
                  "       [--max-tets 1e6] [--min-nodes 1e4] [--max-nodes 1e6] [--reps 20] [--threads N] [--seed S]\n"
                  "detect: point-vs-triangle contact detection on random crowded box surfaces, time per\n"
@@ -382,6 +383,7 @@ int RunBench(const std::vector<std::string>& argv) {
                  "--steps K (5) steps after a warm-up step, median of --reps (3 for batch), cost per env-step vs the\n"
                  "mean of seeds 0..7 each alone;\n"
                  "--json FILE writes the rows.\n"
+                 "scale: whole steps of a scene at growing sizes, CSV + JSON + plots (see `condsim bench scale --help`).\n"
                  "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
                  "(--max-cables N caps the batch).\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
@@ -394,7 +396,7 @@ int RunBench(const std::vector<std::string>& argv) {
   const std::string what = args.positional()[0];
   if (what != "spmv" && what != "vector" && what != "solver" && what != "fem" && what != "rod" && what != "detect" &&
       what != "modes" && what != "batch") {
-    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect, modes, batch)");
+    throw Error("bench: unknown benchmark '" + what + "' (valid: spmv, vector, solver, fem, rod, detect, modes, batch, scale)");
   }
   const std::string which = args.Get("--backend", "all");
   const Index min_rows = Index(args.GetInt("--min-rows", 10000, 10, 100000000));

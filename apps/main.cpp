@@ -15,7 +15,7 @@ void PrintUsage(std::ostream& out) {
          "  info                      version, build configuration, backends and why they are (not) usable\n"
          "  run SCENE.json [options]  step a scene file (see `condsim run --help`; no scene: a built-in check)\n"
          "  batch SCENE.json [options] randomized episodes of a scene, many at a time (see `condsim batch --help`)\n"
-         "  bench NAME [options]      benchmarks: spmv, vector, solver, fem, rod, detect, modes (see `condsim bench --help`)\n"
+         "  bench NAME [options]      benchmarks: spmv, vector, solver, fem, rod, detect, modes, batch, scale (see `condsim bench --help`)\n"
          "  --version                 print the version\n";
 }
 

@@ -392,12 +392,18 @@ StepStats World::Step() {
     ++e.contacts;
   }
   stats.detect_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+  const auto t_assemble = Clock::now();
   const std::vector<Scalar>& rigid_values = assemble_.Run(&w_, nodes_.virtual_nodes(), steps_ > 0 && w_.params.warm_start);
+  const auto t_solve = Clock::now();
+  stats.assemble_seconds = std::chrono::duration<double>(t_solve - t_assemble).count();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
   const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.fem_x());
   std::vector<Scalar> vhat;
   std::vector<EnvFailure> failures;
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);
+  stats.solve_seconds = std::chrono::duration<double>(Clock::now() - t_solve).count();
+  stats.matrix_rows = w_.system->matrix().pattern().rows();
+  stats.matrix_blocks = w_.system->matrix().pattern().nnz_blocks();
   stats.contacts = contacts.size();
   stats.virtual_nodes = nodes_.virtual_nodes().size();
   // a failed solve: an error, or (isolating failures) the environment frozen

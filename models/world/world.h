@@ -76,7 +76,12 @@ struct StepStats {
   std::vector<EnvStepStats> envs;  // per environment
   double detect_seconds = 0;     // detection and nodalization
   double inelastic_seconds = 0;  // the inelastic stage
+  double assemble_seconds = 0;   // eq. 9 assembly of A and b (the bodies' dynamics)
+  double solve_seconds = 0;      // rigid groups, body modes and the COND solve (setup + iterations)
   double step_seconds = 0;       // the whole step
+  // the step's global system matrix A: rows and 3x3 blocks (`condsim bench scale` traffic model)
+  Index matrix_rows = 0;
+  Index matrix_blocks = 0;
 };
 
 // environment env's view of a step's statistics, as a world of that environment alone reports
