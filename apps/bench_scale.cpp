@@ -3,7 +3,8 @@
 // --steps measured steps, and records per step the DOFs, contacts, the stage times (detection,
 // assembly of eq. 9, the COND solve), the iterations, the time per iteration, the bytes one
 // iteration moves under a stated traffic model and that traffic's rate as a fraction of the
-// backend's measured copy bandwidth (the roofline fraction). Writes scale.csv (one row per
+// backend's measured copy bandwidth (the roofline fraction); each step's wall time and the
+// process's CPU time over it (all threads). Writes scale.csv (one row per
 // measured step), scale.json (the rows, the per-size medians, machine, backends and bandwidths)
 // and, through scripts/plot_scale.py with Debian's /usr/bin/python3 and matplotlib, PNG plots.
 //
@@ -26,6 +27,8 @@
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include <time.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +116,13 @@ Scene SizedScene(const std::string& scenario, const std::string& path, double si
   return ParseScene(j.dump(), path, dir.empty() ? "." : dir);
 }
 
+// the process's CPU time, all threads [s] (a loaded machine stretches wall time, not this)
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -163,14 +173,14 @@ struct StepRow {
   Index envs = 1, dofs = 0, rows = 0, blocks = 0, contacts = 0;
   int step = 0, iterations = 0;
   bool converged = false;
-  double step_s = 0, detect_s = 0, assemble_s = 0, solve_s = 0, setup_s = 0, iterate_s = 0, inelastic_s = 0, other_s = 0;
+  double step_s = 0, step_cpu_s = 0, detect_s = 0, assemble_s = 0, solve_s = 0, setup_s = 0, iterate_s = 0, inelastic_s = 0, other_s = 0;
   double iter_s = 0, bytes_per_iter = 0, gbs = 0, copy_gbs = 0, fraction = 0;
 };
 
 nlohmann::json ToJson(const StepRow& r) {
   return {{"backend", r.backend}, {"threads", r.threads}, {"size", r.size}, {"cells", r.cells}, {"envs", r.envs},
           {"dofs", r.dofs}, {"matrix_rows", r.rows}, {"matrix_blocks", r.blocks}, {"step", r.step},
-          {"contacts", r.contacts}, {"iterations", r.iterations}, {"converged", r.converged}, {"step_s", r.step_s},
+          {"contacts", r.contacts}, {"iterations", r.iterations}, {"converged", r.converged}, {"step_s", r.step_s}, {"step_cpu_s", r.step_cpu_s},
           {"detect_s", r.detect_s}, {"assemble_s", r.assemble_s}, {"solve_s", r.solve_s}, {"solve_setup_s", r.setup_s},
           {"iterate_s", r.iterate_s}, {"inelastic_s", r.inelastic_s}, {"other_s", r.other_s}, {"iteration_s", r.iter_s},
           {"bytes_per_iteration", r.bytes_per_iter}, {"iteration_gbs", r.gbs}, {"copy_gbs", r.copy_gbs},
@@ -179,7 +189,7 @@ nlohmann::json ToJson(const StepRow& r) {
 
 const char* kCsvHeader =
     "scenario,backend,threads,size,cells,envs,dofs,matrix_rows,matrix_blocks,step,contacts,iterations,converged,"
-    "step_s,detect_s,assemble_s,solve_s,solve_setup_s,iterate_s,inelastic_s,other_s,iteration_s,bytes_per_iteration,"
+    "step_s,step_cpu_s,detect_s,assemble_s,solve_s,solve_setup_s,iterate_s,inelastic_s,other_s,iteration_s,bytes_per_iteration,"
     "iteration_gbs,copy_gbs,roofline_fraction\n";
 
 std::string CsvLine(const std::string& scenario, const StepRow& r) {
@@ -187,7 +197,7 @@ std::string CsvLine(const std::string& scenario, const StepRow& r) {
   o.precision(9);
   o << scenario << "," << r.backend << "," << r.threads << "," << r.size << "," << r.cells << "," << r.envs << ","
     << r.dofs << "," << r.rows << "," << r.blocks << "," << r.step << "," << r.contacts << "," << r.iterations << ","
-    << (r.converged ? 1 : 0) << "," << r.step_s << "," << r.detect_s << "," << r.assemble_s << "," << r.solve_s << ","
+    << (r.converged ? 1 : 0) << "," << r.step_s << "," << r.step_cpu_s << "," << r.detect_s << "," << r.assemble_s << "," << r.solve_s << ","
     << r.setup_s << "," << r.iterate_s << "," << r.inelastic_s << "," << r.other_s << "," << r.iter_s << ","
     << r.bytes_per_iter << "," << r.gbs << "," << r.copy_gbs << "," << r.fraction << "\n";
   return o.str();
@@ -212,7 +222,7 @@ nlohmann::json Summary(const std::vector<StepRow>& rows) {
           {"dofs", f.dofs}, {"steps", rows.size()}, {"all_converged", all_converged},
           {"matrix_rows", med_int(&StepRow::rows)}, {"matrix_blocks", med_int(&StepRow::blocks)},
           {"contacts", med_int(&StepRow::contacts)}, {"iterations", med_int(&StepRow::iterations)},
-          {"step_s", med(&StepRow::step_s)}, {"detect_s", med(&StepRow::detect_s)}, {"assemble_s", med(&StepRow::assemble_s)},
+          {"step_s", med(&StepRow::step_s)}, {"step_cpu_s", med(&StepRow::step_cpu_s)}, {"detect_s", med(&StepRow::detect_s)}, {"assemble_s", med(&StepRow::assemble_s)},
           {"solve_s", med(&StepRow::solve_s)}, {"solve_setup_s", med(&StepRow::setup_s)}, {"iterate_s", med(&StepRow::iterate_s)},
           {"inelastic_s", med(&StepRow::inelastic_s)}, {"other_s", med(&StepRow::other_s)}, {"iteration_s", med(&StepRow::iter_s)},
           {"bytes_per_iteration", med(&StepRow::bytes_per_iter)}, {"iteration_gbs", med(&StepRow::gbs)},
@@ -229,9 +239,14 @@ std::vector<StepRow> MeasureSize(const std::string& scenario, const std::string&
   std::vector<Scene> scenes(std::size_t(envs), base);
   std::vector<SceneWorld> sws = BuildBatch(scenes, backend);
   World& world = *sws[0].world;
+  double cpu_s = 0;
   const auto step = [&] {
     for (std::size_t e = 0; e < scenes.size(); ++e) ApplyControls(scenes[e], &sws[e]);
-    return world.Step();
+    const double c0 = ProcessCpuSeconds();
+    StepStats st = world.Step();
+    backend->Synchronize();
+    cpu_s = ProcessCpuSeconds() - c0;
+    return st;
   };
   for (int k = 0; k < warmup; ++k) step();
   std::vector<StepRow> rows;
@@ -251,6 +266,7 @@ std::vector<StepRow> MeasureSize(const std::string& scenario, const std::string&
     r.iterations = st.cond.iterations;
     r.converged = st.cond.converged;
     r.step_s = st.step_seconds;
+    r.step_cpu_s = cpu_s;
     r.detect_s = st.detect_seconds;
     r.assemble_s = st.assemble_seconds;
     r.solve_s = st.solve_seconds;
@@ -367,8 +383,8 @@ int RunBenchScale(const std::vector<std::string>& argv) {
 
   std::printf("# condsim bench scale %s (%s): %d warm-up + %d measured steps per size, medians; Scalar %zu bytes\n",
               scenario.c_str(), scene_path.c_str(), warmup, steps, sizeof(Scalar));
-  std::printf("%-22s %4s %8s %-10s %9s %8s %6s %10s %10s %10s %10s %10s %9s %6s\n", "backend", "thr", "size", "cells", "dofs",
-              "contacts", "iters", "step_ms", "detect_ms", "assem_ms", "solve_ms", "iter_ms", "GB/s", "ofcopy");
+  std::printf("%-6s %4s %8s %-10s %9s %8s %6s %10s %10s %10s %10s %10s %10s %9s %6s\n", "backend", "thr", "size", "cells", "dofs",
+              "contacts", "iters", "step_ms", "cpu_ms", "detect_ms", "assem_ms", "solve_ms", "iter_ms", "GB/s", "ofcopy");
   std::string csv = kCsvHeader;
   nlohmann::json step_rows = nlohmann::json::array(), size_rows = nlohmann::json::array(), backend_rows = nlohmann::json::array();
   for (const Config& c : configs) {
@@ -390,9 +406,10 @@ int RunBenchScale(const std::vector<std::string>& argv) {
       }
       const nlohmann::json s = Summary(rows);
       size_rows.push_back(s);
-      std::printf("%-22s %4d %8g %-10s %9lld %8.0f %6.0f %10.2f %10.2f %10.2f %10.2f %10.4f %9.2f %6.3f%s\n", name.c_str(), c.threads,
+      std::printf("%-6s %4d %8g %-10s %9lld %8.0f %6.0f %10.2f %10.2f %10.2f %10.2f %10.2f %10.4f %9.2f %6.3f%s\n", name.c_str(), c.threads,
                   size, rows.front().cells.c_str(), (long long)rows.front().dofs, s["contacts"].get<double>(),
-                  s["iterations"].get<double>(), s["step_s"].get<double>() * 1e3, s["detect_s"].get<double>() * 1e3,
+                  s["iterations"].get<double>(), s["step_s"].get<double>() * 1e3, s["step_cpu_s"].get<double>() * 1e3,
+                  s["detect_s"].get<double>() * 1e3,
                   s["assemble_s"].get<double>() * 1e3, s["solve_s"].get<double>() * 1e3, s["iteration_s"].get<double>() * 1e3,
                   s["iteration_gbs"].get<double>(), s["roofline_fraction"].get<double>(),
                   s["all_converged"].get<bool>() ? "" : "  (not converged)");

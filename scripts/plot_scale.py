@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Plots of `condsim bench scale` (docs/performance.md, "Scaling").
 
-usage: /usr/bin/python3 scripts/plot_scale.py DIR
+usage: /usr/bin/python3 scripts/plot_scale.py DIR [MORE_DIR ...]
 
-Reads DIR/scale.json (its per-size medians, "sizes") and writes into DIR:
-  time_vs_dof.png        median time per step vs DOFs, log-log, one series per backend and
-                         thread count, with the exponent p of a least-squares fit
-                         log t = p log n + c (Debian's python3-matplotlib, numpy)
+Reads DIR/scale.json (its per-size medians, "sizes"; those of MORE_DIR/scale.json added, e.g.
+the largest sizes run on their own) and writes into DIR:
+  time_vs_dof.png        median wall time per step vs DOFs, log-log, one series per backend
+                         and thread count, with the exponent p of a least-squares fit
+                         log t = p log n + c; dotted: the process's CPU time per step
+                         (Debian's python3-matplotlib)
   iterations_vs_dof.png  median COND iterations per step vs DOFs
   roofline_vs_dof.png    median fraction of the measured copy bandwidth one iteration reaches
                          under the traffic model (bytes = A once + k vector passes)
@@ -43,13 +45,16 @@ def fit_exponent(xs, ys):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) < 2:
         print(__doc__)
         return 2
     out = sys.argv[1]
     with open(os.path.join(out, "scale.json")) as f:
         doc = json.load(f)
-    rows = doc["sizes"]
+    rows = list(doc["sizes"])
+    for more in sys.argv[2:]:
+        with open(os.path.join(more, "scale.json")) as f:
+            rows += json.load(f)["sizes"]
     if not rows:
         print("plot_scale.py: no sizes in scale.json")
         return 1
@@ -73,13 +78,21 @@ def main():
             label += " (t ~ n^%.2f)" % fit[0]
             xs = [min(x), max(x)]
             ax.plot(xs, [math.exp(fit[1]) * v ** fit[0] for v in xs], "--", lw=0.8, color="gray")
-        ax.loglog(x, y, "o-", label=label)
+        line = ax.loglog(x, y, "o-", label=label)[0]
+        # the process's CPU time per step (all threads): what a loaded machine does not stretch
+        yc = [r.get("step_cpu_s", 0) for r in s]
+        if all(v > 0 for v in yc):
+            fc = fit_exponent(x, yc)
+            if fc:
+                fits[name]["step_cpu_exponent"] = fc[0]
+            ax.loglog(x, yc, "s:", color=line.get_color(), ms=4,
+                      label=name + " CPU time" + (" (n^%.2f)" % fc[0] if fc else ""))
         ys = [r["solve_s"] for r in s]
         fs = fit_exponent(x, ys)
         if fs:
             fits[name]["solve_exponent"] = fs[0]
     ax.set_xlabel("DOFs")
-    ax.set_ylabel("median time per step [s]")
+    ax.set_ylabel("median time per step [s] (solid: wall, dotted: CPU)")
     ax.set_title(title, fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -138,6 +151,7 @@ def main():
         tmax = max(tmax, ts[-1])
         ax.plot(ts, [base / t[k] for k in ts], "o-", label="%d DOFs" % dofs)
     ax.plot([1, tmax], [1, tmax], "--", color="gray", lw=0.8, label="ideal")
+    ax.set_xticks(sorted({r["threads"] for r in rows if r["backend"] == "cpu"}))
     ax.set_xlabel("CPU threads")
     ax.set_ylabel("speed-up of a step over 1 thread")
     ax.set_title(title, fontsize=8)
