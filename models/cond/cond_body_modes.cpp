@@ -131,8 +131,20 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
   // rows of T: the listed nodes (to their own body's patches), then the halo: nodes left out
   // whose row reaches a patch (to every patch it reaches)
   const Index listed = static_cast<Index>(used->node.size());
+  // halo candidates: nodes of contacts with the static world or between nodes without their own
+  // Gamma; a node on a rigid or barycentric virtual node's contact, a barycentric host or a
+  // virtual node keeps the old stale row (measured: the soft gripper's squeeze took 15-20 % more
+  // iterations with those rows exact)
+  const ContactSet& c = ctx_->contacts_host;
+  std::vector<unsigned char> plain(std::size_t(ctx_->nodes), 0), other(std::size_t(ctx_->nodes), 0);
+  for (Index m = 0; m < c.size(); ++m) {
+    const Index i = c.node_i[m], j = c.node_j[m];
+    const bool own = ctx_->own_gamma_host[i] || (j >= 0 && ctx_->own_gamma_host[j]);
+    for (Index k : {i, j})
+      if (k >= 0) (own ? other : plain)[k] = 1;
+  }
   for (Index i = 0; i < ctx_->nodes; ++i) {
-    if (used->node_patch[i] >= 0) continue;
+    if (used->node_patch[i] >= 0 || !plain[i] || other[i]) continue;
     for (Index k = pattern.row_ptr[i]; k < pattern.row_ptr[i + 1]; ++k)
       if (used->node_patch[pattern.col_idx[k]] >= 0) {
         used->halo.push_back(i);
