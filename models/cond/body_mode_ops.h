@@ -26,8 +26,10 @@ namespace condsim {
   X(Index, patch_body) /* per patch: its body */                                                \
   X(Index, body_ptr)   /* per body: patches body_ptr[b] .. body_ptr[b+1) */                     \
   X(Index, c_off)      /* per body: offset of its (6 m_b)^2 coarse matrix (row-major) */        \
-  X(Index, t_ptr)      /* per listed node q: the patches its row of A reaches, */               \
-  X(Index, t_patch)    /*   t_patch[t_ptr[q] .. t_ptr[q+1]) (same body) */               \
+  X(Index, halo)       /* nodes left out whose row of A reaches a patch (contact nodes next */  \
+                       /* to the patches): rows of T after the listed nodes, so r stays A v - b */ \
+  X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
+  X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
   X(Index, gate_ptr)   /* free bodies only: per patch the contacts on its nodes, */             \
   X(Index, gate_contact) /* gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
@@ -38,25 +40,27 @@ CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Ve
   *rot += Cross(r, x);
 }
 
-// per listed node q and each patch P its row reaches: T_qP = sum_{j in P} A_ij Z_j as two 3x3
+// per row q of T (listed node or halo node) and each patch P its row reaches: T_qP = sum_{j in P} A_ij Z_j as two 3x3
 // blocks (translation: sum A_ij at 2e; rotation: sum A_ij (-[r_j]x) at 2e + 1; e the entry)
 struct BodyModeProductOp {
   static constexpr Index kGrain = 2048;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
+  Index listed;  // rows q < listed are listed nodes, the rest halo nodes
   const Index* row_ptr;
   const Index* col_idx;
   const Scalar* values;
   Scalar* t;  // 18 per entry
   CONDSIM_HD_INLINE void operator()(Index q) const {
-    const Index i = m.node[q], first = m.t_ptr[q], last = m.t_ptr[q + 1];
-    const Index body = m.patch_body[m.node_patch[i]];
+    const Index i = q < listed ? m.node[q] : m.halo[q - listed], first = m.t_ptr[q], last = m.t_ptr[q + 1];
+    // a listed node's row only to its own body's patches (they form A_c); a halo row to all
+    const Index body = q < listed ? m.patch_body[m.node_patch[i]] : -1;
     for (Index e = first; e < last; ++e) {
       StoreMat3(t, 2 * e, Mat3());
       StoreMat3(t, 2 * e + 1, Mat3());
     }
     for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
       const Index j = col_idx[k], p = m.node_patch[j];
-      if (p < 0 || m.patch_body[p] != body) continue;
+      if (p < 0 || (body >= 0 && m.patch_body[p] != body)) continue;
       Index e = first;
       while (e + 1 < last && m.t_patch[e] != p) ++e;
       const Mat3 a = LoadMat3(values, k);
@@ -154,11 +158,14 @@ struct BodyModeSolveOp {
   }
 };
 
-// per listed node: v_i += Z_i dv_p = dv_lin + dv_ang x r and r_i += sum_P T_iP dv_P (r stays
-// A v - b); nodes of stopped environments skipped (their iterate is not committed)
+// per row of T: a listed node moves, v_i += Z_i dv_p = dv_lin + dv_ang x r; listed and halo
+// nodes alike r_i += sum_P T_iP dv_P, so r stays A v - b on every row the correction reaches
+// (a halo row left stale would hand the W step of a contact node the residual from before the
+// correction); nodes of stopped environments skipped (their iterate is not committed)
 struct BodyModeApplyOp {
   static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
+  Index listed;  // rows q < listed are listed nodes, the rest halo nodes
   const Scalar* t;
   const Scalar* dv;
   const Index* node_env;
@@ -166,9 +173,12 @@ struct BodyModeApplyOp {
   Scalar* v;
   Scalar* r;
   CONDSIM_HD_INLINE void operator()(Index q) const {
-    const Index i = m.node[q], p = m.node_patch[i];
+    const Index i = q < listed ? m.node[q] : m.halo[q - listed];
     if (!env_active[node_env[i]]) return;
-    AddVec3(v, i, LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q)));
+    if (q < listed) {
+      const Index p = m.node_patch[i];
+      AddVec3(v, i, LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q)));
+    }
     Vec3 dr;
     for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
       const Index pe = m.t_patch[e];

@@ -70,8 +70,9 @@ class CondBodyModes : public CondComponent {
   // this solve's patches: the listed nodes that the contact step does not touch, patches of at
   // least 4 such nodes; fills host's ptr, node, arm, node_patch, node_slot, patch_body, body_ptr
   void SelectPatches(BodyModeHost* host) const;
-  // per listed node the patches its row of A reaches (t_ptr, t_patch); per body its coarse
-  // matrix's offset (c_off)
+  // the halo (nodes left out whose row of A reaches a patch); per row of T (listed nodes, then
+  // the halo) the patches its row of A reaches (t_ptr, t_patch); per body its coarse matrix's
+  // offset (c_off)
   void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
   // the coarse matrices' inverses in place (row-major, per body at c_off)
   void InvertCoarse(const BodyModeHost& host, std::vector<Scalar>* ac) const;
@@ -80,6 +81,7 @@ class CondBodyModes : public CondComponent {
   bool free_ = false;      // the free-body level (SetFreeBodies)
   Index num_patches_ = 0;  // patches in use (0 when off)
   Index listed_ = 0;       // their nodes in this solve
+  Index rows_ = 0;         // rows of T: the listed nodes and the halo
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_;
   Array<unsigned char> loaded_;  // free bodies: per patch, a contact carried an impulse this solve
