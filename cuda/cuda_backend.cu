@@ -333,9 +333,16 @@ void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Sca
     CONDSIM_CUDA_CHECK(cudaMemsetAsync(y, 0, sizeof(Scalar) * std::size_t(pattern_.rows()),
                                        cuda_->stream()));
   }
-  cusparseDnVecDescr_t vx = nullptr, vy = nullptr;
-  CONDSIM_CUSPARSE_CHECK(cusparseCreateDnVec(&vx, pattern_.cols(), const_cast<Scalar*>(x), kCudaScalar));
-  CONDSIM_CUSPARSE_CHECK(cusparseCreateDnVec(&vy, pattern_.rows(), y, kCudaScalar));
+  // the vector descriptors are destroyed on every way out, also when a call below throws
+  struct DnVec {
+    cusparseDnVecDescr_t d = nullptr;
+    ~DnVec() {
+      if (d != nullptr) cusparseDestroyDnVec(d);
+    }
+  } dx, dy;
+  CONDSIM_CUSPARSE_CHECK(cusparseCreateDnVec(&dx.d, pattern_.cols(), const_cast<Scalar*>(x), kCudaScalar));
+  CONDSIM_CUSPARSE_CHECK(cusparseCreateDnVec(&dy.d, pattern_.rows(), y, kCudaScalar));
+  const cusparseDnVecDescr_t vx = dx.d, vy = dy.d;
   // CSR_ALG2 gives bitwise run-to-run identical results (cuSPARSE documentation)
   const cusparseSpMVAlg_t alg =
       format_ == SpmvFormat::kCsr ? CUSPARSE_SPMV_CSR_ALG2 : CUSPARSE_SPMV_BSR_ALG1;
@@ -353,8 +360,6 @@ void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Sca
   }
   CONDSIM_CUSPARSE_CHECK(cusparseSpMV(cuda_->sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
                                       descr_, vx, &beta, vy, kCudaScalar, alg, spmv_buffer_));
-  cusparseDestroyDnVec(vx);
-  cusparseDestroyDnVec(vy);
 }
 
 }  // namespace

@@ -27,8 +27,12 @@ namespace condsim::cuda {
 
 constexpr int kThreadsPerBlock = 256;
 
+// __launch_bounds__: ParallelFor launches exactly kThreadsPerBlock threads per block, so ptxas may
+// budget registers for that block size (65536 / 256 = 255 per thread on sm_90, the cap anyway:
+// no stack or spill changed, registers by -8 to +12, docs/performance.md) and a launch can never
+// fail for too many registers per block
 template <class F>
-__global__ void ParallelForKernel(Index n, F f) {
+__global__ void __launch_bounds__(kThreadsPerBlock) ParallelForKernel(Index n, F f) {
   // 64-bit: blockIdx.x * blockDim.x passes 2^31 in the last blocks of n near Index's range
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) f(static_cast<Index>(i));
@@ -43,6 +47,39 @@ void ParallelFor(Index n, const F& f, cudaStream_t stream = nullptr) {
   CONDSIM_CUDA_CHECK(cudaGetLastError());
 }
 
+// lane functors (F::kLanes, F::kPhases, f.Lane(item, lane, phase); models/cond/chain_ops.h): one
+// warp per item, the phases in order with __syncwarp (which also orders the lanes' memory
+// accesses) between them
+template <class F>
+__global__ void __launch_bounds__(kThreadsPerBlock) LaneKernel(Index n, F f) {
+  static_assert(F::kLanes == 32, "a lane functor runs on one warp");
+  const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t item = t / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int phase = 0; phase < F::kPhases; ++phase) {
+    if (item < n) f.Lane(static_cast<Index>(item), lane, phase);
+    __syncwarp();
+  }
+}
+
+template <class F, class = void>
+struct IsLaneFunctor {
+  static constexpr bool value = false;
+};
+template <class F>
+struct IsLaneFunctor<F, decltype(void(F::kLanes))> {
+  static constexpr bool value = true;
+};
+
+// runs a lane functor on n items, a warp each
+template <class F>
+void ParallelForLanes(Index n, const F& f, cudaStream_t stream = nullptr) {
+  if (n <= 0) return;
+  const unsigned blocks = static_cast<unsigned>((std::int64_t(n) * 32 + kThreadsPerBlock - 1) / kThreadsPerBlock);
+  LaneKernel<<<blocks, kThreadsPerBlock, 0, stream>>>(n, f);
+  CONDSIM_CUDA_CHECK(cudaGetLastError());
+}
+
 // the executor that model kernel sets are instantiated with (models/kernel_set.h)
 struct Exec {
   cudaStream_t stream;
@@ -50,7 +87,11 @@ struct Exec {
   template <class F>
   void For(Index n, const F& f) const {
     ++counters->launches;
-    ParallelFor(n, f, stream);
+    if constexpr (IsLaneFunctor<F>::value) {
+      ParallelForLanes(n, f, stream);
+    } else {
+      ParallelFor(n, f, stream);
+    }
   }
 };
 

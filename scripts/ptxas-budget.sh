@@ -51,14 +51,14 @@ for log in sorted(glob.glob(out + "/*.log")):
         m = re.search(r"Used (\d+) registers", line)
         if m and name:
             usage.setdefault(name, [0, 0, 0])[0] = int(m.group(1))
-# readable names: the functor a ParallelForKernel runs, or the demangled kernel
+# readable names: the functor a ParallelForKernel or LaneKernel runs, or the demangled kernel
 names = subprocess.run(["c++filt"], input="\n".join(usage), capture_output=True, text=True).stdout.split("\n")
 table = {}
 for mangled, pretty in zip(usage, names):
     if "cub::" in pretty or "thrust::" in pretty or "condsim" not in pretty:
         continue
     pretty = pretty.replace("(anonymous namespace)::", "")
-    m = re.search(r"ParallelForKernel<(?:condsim::)?([A-Za-z0-9_:]+)", pretty)
+    m = re.search(r"(?:ParallelForKernel|LaneKernel)<(?:condsim::)?([A-Za-z0-9_:]+)", pretty)
     key = m.group(1) if m else re.sub(r"\(.*", "", pretty).split()[-1]
     old = table.get(key, [0, 0, 0])
     table[key] = [max(a, b) for a, b in zip(old, usage[mangled])]

@@ -13,6 +13,14 @@
 #define CONDSIM_HD_INLINE inline
 #endif
 
+// unroll the next loop fully in device code, where a loop index that stays a variable puts the
+// arrays it indexes on the stack (local memory); no effect on the host compiler
+#if defined(__CUDA_ARCH__)
+#define CONDSIM_UNROLL _Pragma("unroll")
+#else
+#define CONDSIM_UNROLL
+#endif
+
 namespace condsim {
 
 // floating-point type of all physics and solver arrays (SI units throughout)

@@ -134,13 +134,13 @@ struct CellFillOp {
 };
 
 // one query's contact with one owner: the nearest admissible triangle
+// (the barycentric weights and the normal are made again for the kept triangles at the end: a
+// slot of 24 bytes, not 72, keeps PointQueryOp's stack frame at 96 bytes on the GPU)
 struct DetectSlot {
   Index tri;     // -1: empty
   Index owner;
   Scalar dist;   // |p - q|: the slot keeps the nearest triangle
   Scalar gap;    // distance less the query's radius [m] (negative: penetration)
-  Vec3 w;        // barycentric weights of the closest point on the triangle
-  Vec3 n;        // unit normal, from the triangle towards the query point
 };
 
 // per query: the candidates in its cell (sorted keys: binary search), the narrow phase, and its
@@ -176,6 +176,35 @@ struct PointQueryOp {
     }
     return lo < s.adj_ptr[i + 1] && s.adj[lo] == j;
   }
+  // the narrow phase of query point p (radius r) against triangle t of owner `to`: false when
+  // not a contact candidate by the rule above; else the closest point's weights w, the normal n,
+  // the gap and |p - q|
+  CONDSIM_HD_INLINE bool Narrow(const Vec3& p, Scalar r, Index t, Index to, Vec3* w, Vec3* n, Scalar* gap, Scalar* dist) const {
+    const Index* tv = s.tri + 3 * std::int64_t(t);
+    const Vec3 a = LoadVec3(s.x, tv[0]), b = LoadVec3(s.x, tv[1]), cc = LoadVec3(s.x, tv[2]);
+    Vec3 nrm = Cross(b - a, cc - a);
+    const Scalar area2 = Norm(nrm);
+    if (!(area2 > 0)) return false;
+    nrm = (Scalar(1) / area2) * nrm;
+    *w = ClosestOnTriangle(p, a, b, cc);
+    const Vec3 d = p - ((*w)[0] * a + (*w)[1] * b + (*w)[2] * cc);
+    const Scalar sd = Dot(nrm, d);
+    *dist = Norm(d);
+    // over the face: p projects into the triangle, or onto its boundary (to 1e-9 of its size)
+    // from on or above its plane (a point on a shared edge belongs to the faces, not to neither;
+    // one behind a face whose edge it lies over belongs to the other face)
+    const Scalar tol = Scalar(1e-9) * std::sqrt(area2), wmin = (*w)[0] < (*w)[1] ? ((*w)[0] < (*w)[2] ? (*w)[0] : (*w)[2]) : ((*w)[1] < (*w)[2] ? (*w)[1] : (*w)[2]);
+    if (Norm(d - sd * nrm) <= tol && (wmin > Scalar(1e-9) || sd >= -tol)) {
+      if (sd < -s.depth_limit[to]) return false;
+      *gap = sd - r;
+      *n = nrm;
+    } else {
+      if (!(*dist > 0) || sd < Scalar(0.5) * *dist) return false;
+      *gap = *dist - r;
+      *n = (Scalar(1) / *dist) * d;
+    }
+    return true;
+  }
   CONDSIM_HD void operator()(Index q) const {
     const Index vi = s.query[q];
     const Vec3 p = LoadVec3(s.x, vi), vp = LoadVec3(s.v, vi);
@@ -202,29 +231,9 @@ struct PointQueryOp {
       if (to == own && (!s.self_contact[own] || tv[0] == vi || tv[1] == vi || tv[2] == vi || Adjacent(vi, tv[0]) ||
                         Adjacent(vi, tv[1]) || Adjacent(vi, tv[2])))
         continue;
-      const Vec3 a = LoadVec3(s.x, tv[0]), b = LoadVec3(s.x, tv[1]), cc = LoadVec3(s.x, tv[2]);
-      Vec3 nrm = Cross(b - a, cc - a);
-      const Scalar area2 = Norm(nrm);
-      if (!(area2 > 0)) continue;
-      nrm = (Scalar(1) / area2) * nrm;
-      const Vec3 w = ClosestOnTriangle(p, a, b, cc);
-      const Vec3 d = p - (w[0] * a + w[1] * b + w[2] * cc);
-      const Scalar sd = Dot(nrm, d), dist = Norm(d);
-      Scalar gap;
-      Vec3 n;
-      // over the face: p projects into the triangle, or onto its boundary (to 1e-9 of its size)
-      // from on or above its plane (a point on a shared edge belongs to the faces, not to neither;
-      // one behind a face whose edge it lies over belongs to the other face)
-      const Scalar tol = Scalar(1e-9) * std::sqrt(area2), wmin = w[0] < w[1] ? (w[0] < w[2] ? w[0] : w[2]) : (w[1] < w[2] ? w[1] : w[2]);
-      if (Norm(d - sd * nrm) <= tol && (wmin > Scalar(1e-9) || sd >= -tol)) {
-        if (sd < -s.depth_limit[to]) continue;
-        gap = sd - r;
-        n = nrm;
-      } else {
-        if (!(dist > 0) || sd < Scalar(0.5) * dist) continue;
-        gap = dist - r;
-        n = (Scalar(1) / dist) * d;
-      }
+      Vec3 w, n;
+      Scalar gap, dist;
+      if (!Narrow(p, r, t, to, &w, &n, &gap, &dist)) continue;
       const Vec3 vq = w[0] * LoadVec3(s.v, tv[0]) + w[1] * LoadVec3(s.v, tv[1]) + w[2] * LoadVec3(s.v, tv[2]);
       if (gap > Norm(vp - vq) * dt + margin) continue;
       // the owner's slot: keep the nearer (then lower-index) triangle; a new owner takes a free
@@ -243,8 +252,6 @@ struct PointQueryOp {
       slot[k].owner = to;
       slot[k].dist = dist;
       slot[k].gap = gap;
-      slot[k].w = w;
-      slot[k].n = n;
     }
     // canonical order within the query: used slots by owner
     for (int i = 1; i < kDetectSlots; ++i)
@@ -260,8 +267,14 @@ struct PointQueryOp {
       const std::int64_t o = std::int64_t(q) * kDetectSlots + k;
       slot_tri[o] = slot[k].tri;
       slot_gap[o] = slot[k].gap;
-      StoreVec3(slot_w, o, slot[k].w);
-      StoreVec3(slot_n, o, slot[k].n);
+      // the kept triangle's weights and normal, made again (the same arithmetic as in the loop)
+      Vec3 w, n;
+      if (slot[k].tri >= 0) {
+        Scalar gap, dist;
+        Narrow(p, r, slot[k].tri, slot[k].owner, &w, &n, &gap, &dist);
+      }
+      StoreVec3(slot_w, o, w);
+      StoreVec3(slot_n, o, n);
       used += slot[k].tri >= 0 ? 1 : 0;
     }
     count[q] = used;

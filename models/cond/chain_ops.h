@@ -107,4 +107,194 @@ struct ChainApplyOp {
   }
 };
 
+// ---- the same solve spread over the lanes of a warp (partitioned banded substitution) ----------
+//
+// A chain's n unknowns are cut into p <= kChainLanes consecutive blocks of m >= bw rows (bw the
+// band of L). Forward, L y = r: block j's rows reach back only into the last bw rows of block
+// j-1, its tail t_{j-1}, so y_j = L_jj^-1 (r_j - C_j t_{j-1}). Each lane solves its block alone
+// (z_j = L_jj^-1 r_j); one lane chains the tails t_j = tail(z_j) - T_j t_{j-1} with the bw x bw
+// spikes T_j = tail(L_jj^-1 C_j) made at factor time (ChainSpikeOp); then each lane solves its
+// block again with the exact t_{j-1}. Backward, L^T x = y, the same with the heads h_{j+1} of the
+// next block and S_j = head(L_jj^-T D_j). This is the partitioned ("SPIKE") scheme of Polizzi &
+// Sameh (2006) applied to the two triangular factors of the banded Cholesky, with the reduced
+// system solved serially (p steps of a bw x bw product instead of n steps of a bw dot product).
+// Work per lane ~ 2 n bw / p per triangle; exact up to rounding (tests/cond_chain_test.cpp
+// checks it against ChainApplyOp and a dense Eigen solve).
+//
+// Lane functors: Lane(item, lane, phase) runs for lane = 0 .. kLanes-1 of an item, phase by
+// phase; the lanes of one phase are independent and see every write of the earlier phases. The
+// CUDA launcher gives an item a warp (__syncwarp between phases, cuda/parallel.cuh); the CPU runs
+// operator()(item), the lanes of each phase as a loop.
+constexpr int kChainLanes = 32;
+
+// the blocks of a chain of n scalars with band bw: p blocks of m rows, the last one longer
+struct ChainPartition {
+  Index n, bw, p, m;
+  CONDSIM_HD_INLINE ChainPartition(Index n_, Index bw_) : n(n_), bw(bw_) {
+    const Index most = bw > 0 ? n / bw : n;
+    p = most < kChainLanes ? (most > 1 ? most : 1) : kChainLanes;
+    m = n / p;
+  }
+  CONDSIM_HD_INLINE Index Begin(Index j) const { return j * m; }
+  CONDSIM_HD_INLINE Index End(Index j) const { return j == p - 1 ? n : (j + 1) * m; }
+};
+
+// spike storage per chain: T_j and S_j (bw x bw each, kChainLanes of each), row-major
+CONDSIM_HD_INLINE std::int64_t ChainSpikeStride(Index bw) { return 2 * std::int64_t(kChainLanes) * bw * bw; }
+// tails and heads per chain (bw each per block)
+CONDSIM_HD_INLINE std::int64_t ChainEdgeStride(Index bw) { return 2 * std::int64_t(kChainLanes) * bw; }
+
+// L(i, k), k <= i (row-band storage of ChainFactorOp)
+CONDSIM_HD_INLINE Scalar ChainL(const Scalar* l, Index bw, Index i, Index k) { return l[i * (bw + 1) + (i - k)]; }
+
+// the spikes T_j (j >= 1) and S_j (j <= p - 2) of each chain's factor, one lane per block; `work`
+// holds 3 scalars per chain node (the lanes' local solves)
+struct ChainSpikeOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  static constexpr int kLanes = kChainLanes;
+  static constexpr int kPhases = 1;
+  ChainView ch;
+  const Scalar* factor;
+  const unsigned char* ok;
+  Scalar* spike;
+  Scalar* work;
+  CONDSIM_HD_INLINE void Lane(Index c, int lane, int) const {
+    const Index n = 3 * (ch.chain.ptr[c + 1] - ch.chain.ptr[c]), bw = ChainBandwidth(ch.band);
+    const ChainPartition part(n, bw);
+    if (!ok[c] || lane >= part.p) return;
+    const Scalar* l = factor + ch.chain.factor_offset[c];
+    Scalar* wk = work + 3 * std::int64_t(ch.chain.ptr[c]);
+    Scalar* t = spike + c * ChainSpikeStride(bw) + std::int64_t(lane) * bw * bw;
+    Scalar* sj = spike + c * ChainSpikeStride(bw) + std::int64_t(kChainLanes + lane) * bw * bw;
+    const Index s = part.Begin(lane), e = part.End(lane);
+    for (Index q = 0; q < bw; ++q) {
+      if (lane > 0) {
+        // column q of C_j: L(i, s - bw + q) for the first rows of the block
+        const Index col = s - bw + q;
+        for (Index i = s; i < e; ++i) {
+          Scalar v = i - col <= bw ? ChainL(l, bw, i, col) : Scalar(0);
+          for (Index k = (i - bw > s ? i - bw : s); k < i; ++k) v -= ChainL(l, bw, i, k) * wk[k];
+          wk[i] = v / ChainL(l, bw, i, i);
+        }
+        for (Index i = 0; i < bw; ++i) t[i * bw + q] = wk[e - bw + i];
+      }
+      if (lane < part.p - 1) {
+        // column q of D_j: L(e + q, i) for the last rows of the block
+        const Index row = e + q;
+        for (Index i = e - 1; i >= s; --i) {
+          Scalar v = row - i <= bw ? ChainL(l, bw, row, i) : Scalar(0);
+          const Index k1 = i + bw < e - 1 ? i + bw : e - 1;
+          for (Index k = i + 1; k <= k1; ++k) v -= ChainL(l, bw, k, i) * wk[k];
+          wk[i] = v / ChainL(l, bw, i, i);
+        }
+        for (Index i = 0; i < bw; ++i) sj[i * bw + q] = wk[s + i];
+      }
+    }
+  }
+  CONDSIM_HD_INLINE void operator()(Index c) const {
+    for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, 0);
+  }
+};
+
+// d = W r on the chains (ChainApplyOp's result) by the partitioned substitution above
+struct ChainLaneApplyOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  static constexpr int kLanes = kChainLanes;
+  static constexpr int kPhases = 7;
+  ChainView ch;
+  const Scalar* factor;
+  const unsigned char* ok;
+  const Scalar* spike;
+  Scalar* edge;  // tails and heads, ChainEdgeStride per chain
+  Scalar* work;  // 3 per chain node
+  const Scalar* w;
+  const Scalar* r;
+  const Index* node_env;            // a chain of a stopped environment is skipped (its iterate is
+  const unsigned char* env_active;  // not committed)
+  Scalar* d;
+  CONDSIM_HD_INLINE void Lane(Index c, int lane, int phase) const {
+    const Index base = ch.chain.ptr[c];
+    if (!ok[c] || !env_active[node_env[ch.chain.nodes[base]]]) return;
+    const Index n = 3 * (ch.chain.ptr[c + 1] - base), bw = ChainBandwidth(ch.band);
+    const ChainPartition part(n, bw);
+    const Index j = lane;
+    if (j >= part.p) return;
+    const Scalar* l = factor + ch.chain.factor_offset[c];
+    const Scalar* spikes = spike + c * ChainSpikeStride(bw);
+    Scalar* tails = edge + c * ChainEdgeStride(bw);
+    Scalar* heads = tails + std::int64_t(kChainLanes) * bw;
+    Scalar* wk = work + 3 * std::int64_t(base);
+    const Index s = part.Begin(j), e = part.End(j);
+    auto dof = [&](Index i) { return 3 * std::int64_t(ch.chain.nodes[base + i / 3]) + i % 3; };
+    auto free_node = [&](Index i) { return !ch.in_contact[ch.chain.nodes[base + i / 3]]; };
+    // contact rows are identity rows with a zero right-hand side (as in ChainApplyOp)
+    auto rhs = [&](Index i) { return free_node(i) ? r[dof(i)] : Scalar(0); };
+    if (phase == 0) {
+      // z_j = L_jj^-1 r_j; its tail
+      for (Index i = s; i < e; ++i) {
+        Scalar v = rhs(i);
+        for (Index k = (i - bw > s ? i - bw : s); k < i; ++k) v -= ChainL(l, bw, i, k) * wk[k];
+        wk[i] = v / ChainL(l, bw, i, i);
+      }
+      if (j < part.p - 1)
+        for (Index q = 0; q < bw; ++q) tails[j * bw + q] = wk[e - bw + q];
+    } else if (phase == 1) {
+      // t_j = tail(z_j) - T_j t_{j-1}, in block order (one lane)
+      if (j != 0) return;
+      for (Index b = 1; b < part.p; ++b) {
+        const Scalar* t = spikes + b * bw * bw;
+        for (Index i = 0; i < bw; ++i) {
+          Scalar v = tails[b * bw + i];
+          for (Index q = 0; q < bw; ++q) v -= t[i * bw + q] * tails[(b - 1) * bw + q];
+          tails[b * bw + i] = v;
+        }
+      }
+    } else if (phase == 2) {
+      // y_j = L_jj^-1 (r_j - C_j t_{j-1}) into d
+      for (Index i = s; i < e; ++i) {
+        Scalar v = rhs(i);
+        for (Index k = (i > bw ? i - bw : 0); k < i; ++k) v -= ChainL(l, bw, i, k) * (k < s ? tails[(j - 1) * bw + (k - (s - bw))] : d[dof(k)]);
+        d[dof(i)] = free_node(i) ? v / ChainL(l, bw, i, i) : Scalar(0);
+      }
+    } else if (phase == 3) {
+      // u_j = L_jj^-T y_j; its head
+      for (Index i = e - 1; i >= s; --i) {
+        Scalar v = d[dof(i)];
+        const Index k1 = i + bw < e - 1 ? i + bw : e - 1;
+        for (Index k = i + 1; k <= k1; ++k) v -= ChainL(l, bw, k, i) * wk[k];
+        wk[i] = v / ChainL(l, bw, i, i);
+      }
+      if (j > 0)
+        for (Index q = 0; q < bw; ++q) heads[j * bw + q] = wk[s + q];
+    } else if (phase == 4) {
+      // h_j = head(u_j) - S_j h_{j+1}, from the last block back (one lane)
+      if (j != 0) return;
+      for (Index b = part.p - 2; b >= 0; --b) {
+        const Scalar* sb = spikes + (kChainLanes + b) * bw * bw;
+        for (Index i = 0; i < bw; ++i) {
+          Scalar v = heads[b * bw + i];
+          for (Index q = 0; q < bw; ++q) v -= sb[i * bw + q] * heads[(b + 1) * bw + q];
+          heads[b * bw + i] = v;
+        }
+      }
+    } else if (phase == 5) {
+      // x_j = L_jj^-T (y_j - D_j h_{j+1}) in place
+      for (Index i = e - 1; i >= s; --i) {
+        Scalar v = d[dof(i)];
+        const Index k1 = i + bw < n - 1 ? i + bw : n - 1;
+        for (Index k = i + 1; k <= k1; ++k) v -= ChainL(l, bw, k, i) * (k >= e ? heads[(j + 1) * bw + (k - e)] : d[dof(k)]);
+        d[dof(i)] = v / ChainL(l, bw, i, i);
+      }
+    } else {
+      // contact nodes keep d = w r
+      for (Index i = s; i < e; ++i)
+        if (!free_node(i)) d[dof(i)] = w[dof(i)] * r[dof(i)];
+    }
+  }
+  CONDSIM_HD_INLINE void operator()(Index c) const {
+    for (int phase = 0; phase < kPhases; ++phase)
+      for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, phase);
+  }
+};
+
 }  // namespace condsim

@@ -52,19 +52,27 @@ void CondChains::Prepare(DeviceBlockMatrix& a) {
     }
     arrays_.Upload(ctx_->backend, host);
     factor_ = Array<Scalar>(ctx_->backend, host.factor_offset.back());
+    const Index bw = ChainBandwidth(band_);
+    spike_ = Array<Scalar>(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainSpikeStride(bw)), "chain spike size"));
+    edge_ = Array<Scalar>(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainEdgeStride(bw)), "chain edge size"));
+    work_ = Array<Scalar>(ctx_->backend, CheckedIndex(3 * nodes_.size(), "chain work size"));
     ok_ = Array<unsigned char>(ctx_->backend, chains);
     d_ = Array<Scalar>(ctx_->backend, 3 * ctx_->nodes);
     matrix_ = &a;
     dirty_ = false;
   }
   ctx_->kernels->ChainFactor(chains, ChainFactorOp{View(), a.values().data(), factor_.data(), ok_.data()});
+  ctx_->kernels->ChainSpike(chains, ChainSpikeOp{View(), factor_.data(), ok_.data(), spike_.data(), work_.data()});
 }
 
 void CondChains::Step(const Array<Scalar>& start) {
   Backend& be = *ctx_->backend;
   const Index chains = static_cast<Index>(ptr_.size()) - 1;
   be.Multiply(ctx_->w, ctx_->r, &d_);
-  ctx_->kernels->ChainApply(chains, ChainApplyOp{View(), factor_.data(), ok_.data(), ctx_->w.data(), ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), d_.data()});
+  // the partitioned substitution (a warp per chain on CUDA; ChainApplyOp's result up to rounding)
+  ctx_->kernels->ChainLaneApply(chains, ChainLaneApplyOp{View(), factor_.data(), ok_.data(), spike_.data(), edge_.data(), work_.data(),
+                                                         ctx_->w.data(), ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(),
+                                                         d_.data()});
   be.Copy(start, &ctx_->u);
   be.Axpby(-1, d_, 1, &ctx_->u);
 }

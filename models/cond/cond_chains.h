@@ -36,6 +36,7 @@ class CondChains : public CondComponent {
   const DeviceBlockMatrix* matrix_ = nullptr;
   ChainArrays arrays_;
   Array<Scalar> factor_, d_;
+  Array<Scalar> spike_, edge_, work_;  // the partitioned solve's spikes, tails/heads and scratch
   Array<unsigned char> ok_;
 };
 

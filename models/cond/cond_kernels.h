@@ -13,7 +13,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp> {
@@ -55,6 +55,8 @@ class CondKernels
   void Permute(Index n, const Index* perm, const Scalar* x, Scalar* y) { Run(n, PermuteOp{perm, x, y}); }
   void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }
+  void ChainSpike(Index chains, const ChainSpikeOp& op) { Run(chains, op); }
+  void ChainLaneApply(Index chains, const ChainLaneApplyOp& op) { Run(chains, op); }
   void RigidResponse(Index groups, const RigidResponseOp& op) { Run(groups, op); }
   void RigidContactSweep(Index groups, const RigidContactSweepOp& op) { Run(groups, op); }
   void SetNodeScalar(Index count, const SetNodeScalarOp& op) { Run(count, op); }

@@ -55,6 +55,7 @@ void CondRigidGroups::Set(const RigidGroups& g) {
   h.kv = g.kv;
   arrays_.Upload(ctx_->backend, h);
   host_ = std::move(h);
+  v_o_ = Array<Scalar>(ctx_->backend, 6 * std::max<Index>(nb, 1));  // RigidContactSweepOp's group velocities
   d_ = Array<Scalar>(ctx_->backend, host_.node.size());  // d_v: OnContacts, once the swept contacts are known
 }
 
@@ -87,7 +88,7 @@ void CondRigidGroups::SweepOwnContacts(const Array<Scalar>& b) {
       num_groups_, RigidContactSweepOp{arrays_.view(), own_.view(), ctx_->contacts.view(), b.data(), ctx_->f_new.data(), ctx_->w.data(),
                                        ctx_->env_active.data(), static_cast<Scalar>(params.omega), params.projection,
                                        params.rigid_sweeps, Scalar(kRigidSweepSettled * params.theta_threshold),
-                                       ctx_->lambda.data(), ctx_->u.data()});
+                                       ctx_->lambda.data(), ctx_->u.data(), v_o_.data()});
 }
 
 void CondRigidGroups::GammaBounds(const std::vector<unsigned char>& swept) {

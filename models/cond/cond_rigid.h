@@ -71,6 +71,7 @@ class CondRigidGroups : public CondComponent {
   RigidGroupArrays arrays_;
   std::vector<Index> slot_body_, slot_group_;  // per virtual-node slot: its body in the group, its group
   Array<Scalar> d_;                            // d_v per virtual node
+  Array<Scalar> v_o_;                          // 6 per body: RigidContactSweepOp's scratch
   RigidContactArrays own_;
   Index num_own_contacts_ = 0;
   std::vector<Index> sweep_color_ptr_;

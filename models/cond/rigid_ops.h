@@ -26,33 +26,38 @@ constexpr int kMaxRigidGroupBodies = 8;
   X(Scalar, kv)
 CONDSIM_RECORD_VIEW(RigidGroupView, CONDSIM_RIGID_GROUP_FIELDS)
 
-// the group's velocities v_o = A_o^-1 (b_o + sum_v J_v^T f_v) for the contact forces f (Jc^T
-// lambda per DOF) (eq. 15 solved for the group); vo holds 6 per body (v, omega)
-CONDSIM_HD_INLINE void RigidGroupVelocity(const RigidGroupView& g, Index grp, const Scalar* b, const Scalar* f, Scalar* vo) {
-  const Index first = g.body_ptr[grp];
-  const int nb = static_cast<int>(g.body_ptr[grp + 1] - first), n = 6 * nb;
-  Scalar s[6 * kMaxRigidGroupBodies];
-  for (int q = 0; q < nb; ++q) {
-    const Index k = first + q;
-    Vec3 st = LoadVec3(b, g.trans[k]), sr = LoadVec3(b, g.rot[k]);
-    for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
-      const Vec3 fv = LoadVec3(f, g.node[e]);
-      st += fv;
-      sr += Cross(LoadVec3(g.arm, e), fv);  // J^T f: force and torque r x f
-    }
-    for (int i = 0; i < 3; ++i) {
-      s[6 * q + i] = st[i];
-      s[6 * q + 3 + i] = sr[i];
-    }
+// body k's load of eq. 15: b_k + sum_v J_v^T f_v (force, torque r x f), 6 values
+CONDSIM_HD_INLINE void RigidBodyLoad(const RigidGroupView& g, Index k, const Scalar* b, const Scalar* f, Scalar* s) {
+  Vec3 st = LoadVec3(b, g.trans[k]), sr = LoadVec3(b, g.rot[k]);
+  for (Index e = g.ptr[k]; e < g.ptr[k + 1]; ++e) {
+    const Vec3 fv = LoadVec3(f, g.node[e]);
+    st += fv;
+    sr += Cross(LoadVec3(g.arm, e), fv);  // J^T f: force and torque r x f
   }
-  const Scalar* m = g.ao_inv + g.inv_off[grp];
-  for (int i = 0; i < n; ++i) {
-    vo[i] = 0;
-    for (int j = 0; j < n; ++j) vo[i] += m[n * i + j] * s[j];
+  for (int i = 0; i < 3; ++i) {
+    s[i] = st[i];
+    s[3 + i] = sr[i];
   }
 }
 
-// the group's exact answer to the contact forces f: v_o (RigidGroupVelocity), and each virtual
+// body q's 6 rows of the group's velocities v_o = A_o^-1 (b_o + sum_v J_v^T f_v) for the contact
+// forces f (Jc^T lambda per DOF) (eq. 15 solved for the group). The loads are made body by body
+// (6 values at a time, not the group's 6 n_g: a small stack frame on the GPU); the products add
+// in the column order of the whole row.
+CONDSIM_HD_INLINE void RigidBodyVelocity(const RigidGroupView& g, Index grp, int q, const Scalar* b, const Scalar* f, Scalar* vq) {
+  const Index first = g.body_ptr[grp];
+  const int nb = static_cast<int>(g.body_ptr[grp + 1] - first), n = 6 * nb;
+  const Scalar* m = g.ao_inv + g.inv_off[grp] + std::int64_t(n) * 6 * q;
+  for (int i = 0; i < 6; ++i) vq[i] = 0;
+  for (int qq = 0; qq < nb; ++qq) {
+    Scalar s[6];
+    RigidBodyLoad(g, first + qq, b, f, s);
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 6; ++j) vq[i] += m[n * i + 6 * qq + j] * s[j];
+  }
+}
+
+// the group's exact answer to the contact forces f: v_o (RigidBodyVelocity), and each virtual
 // node v_v = J_v v_o + f_v / kv (eq. 15). Writes u_v = v_v - w_v f_v before the sweeps (the sweep
 // adds w_v f_v back), or u_o and u_v = v_v after them.
 struct RigidResponseOp {
@@ -66,11 +71,11 @@ struct RigidResponseOp {
   CONDSIM_HD void operator()(Index grp) const {
     const Index first = g.body_ptr[grp];
     const int nb = static_cast<int>(g.body_ptr[grp + 1] - first);
-    Scalar vo[6 * kMaxRigidGroupBodies];
-    RigidGroupVelocity(g, grp, b, f, vo);
     for (int q = 0; q < nb; ++q) {
       const Index k = first + q;
-      const Vec3 vt(vo[6 * q], vo[6 * q + 1], vo[6 * q + 2]), vr(vo[6 * q + 3], vo[6 * q + 4], vo[6 * q + 5]);
+      Scalar vo[6];
+      RigidBodyVelocity(g, grp, q, b, f, vo);
+      const Vec3 vt(vo[0], vo[1], vo[2]), vr(vo[3], vo[4], vo[5]);
       if (!before_sweep) {
         StoreVec3(u, g.trans[k], vt);
         StoreVec3(u, g.rot[k], vr);
@@ -118,13 +123,15 @@ struct RigidContactSweepOp {
                    // (gamma |lambda - lambda_m|) is below this [m/s]
   Scalar* lambda;
   Scalar* u;
+  Scalar* v_o;  // 6 per body (v, omega): the group's velocities, kept here in memory rather than
+                // in a 6 n_g stack array (GPU stack frame <= 256 B)
   CONDSIM_HD void operator()(Index grp) const {
     const Index begin = own.ptr[grp], end = own.ptr[grp + 1];
     if (begin == end || !env_active[c.env[own.contact[begin]]]) return;
-    const int n = 6 * static_cast<int>(g.body_ptr[grp + 1] - g.body_ptr[grp]);
+    const int nb = static_cast<int>(g.body_ptr[grp + 1] - g.body_ptr[grp]), n = 6 * nb;
     const Scalar* minv = g.ao_inv + g.inv_off[grp];
-    Scalar vo[6 * kMaxRigidGroupBodies];
-    RigidGroupVelocity(g, grp, b, f, vo);
+    Scalar* vo = v_o + 6 * std::int64_t(g.body_ptr[grp]);
+    for (int q = 0; q < nb; ++q) RigidBodyVelocity(g, grp, q, b, f, vo + 6 * q);
     Scalar change = settled + 1;
     for (int pass = 0; pass < passes && change > settled; ++pass) {
       change = 0;

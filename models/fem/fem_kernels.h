@@ -6,7 +6,7 @@
 
 namespace condsim {
 
-class FemKernels : public KernelSet<FemElementOp, FemNodeRhsOp, FemBlockOp, FemGeometricBlockOp, MidpointOp, NewtonRhsOp,
+class FemKernels : public KernelSet<FemElementOp, FemGeoDiagOp, FemNodeRhsOp, FemBlockOp, FemGeometricBlockOp, MidpointOp, NewtonRhsOp,
                                     DirichletRowOp, AttachOp, LinkBlockOp, LinkRhsOp> {};
 
 }  // namespace condsim

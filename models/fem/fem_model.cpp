@@ -196,8 +196,11 @@ void FemModel::ComputeElements(const Array<Scalar>& x, bool with_energy, bool wi
                                                                     << num_nodes_ << " nodes");
   kernels_->Run(num_tets_, FemElementOp{tets_.data(), x.data(), bm_.data(), volume_.data(), mu_.data(),
                                              lambda_.data(), rotation_.data(), force_.data(),
-                                             with_energy ? energy_.data() : nullptr,
-                                             with_geometric ? geo_diag_.data() : nullptr});
+                                             with_energy ? energy_.data() : nullptr});
+  if (with_geometric) {
+    kernels_->Run(num_tets_, FemGeoDiagOp{tets_.data(), x.data(), bm_.data(), volume_.data(), mu_.data(), lambda_.data(),
+                                          geo_diag_.data()});
+  }
 }
 
 Scalar FemModel::ElasticForces(const Array<Scalar>& x, Array<Scalar>* f) {

@@ -23,37 +23,57 @@ CONDSIM_HD_INLINE Vec3 ShapeGradient(const Mat3& bm, int a) {
 struct Mat12 {
   Scalar m[144];
 };
-CONDSIM_HD_INLINE Mat12 GeometricStiffness(const Mat3& f, const Mat3& bm, Scalar volume, Scalar mu, Scalar lambda) {
-  const Svd3 svd = ComputeSvd(f);
-  const Mat3 r = svd.u * Transpose(svd.v);
-  const Scalar tr = Trace(Transpose(r) * f) - 3;
+
+// what every column of GeometricStiffness shares: the SVD of F, R = U V^T, tr(R^T F) - 3 and
+// the shape gradients
+struct GeometricStiffnessBasis {
+  Svd3 svd;
+  Mat3 r;
+  Scalar tr;
   Vec3 g[4];
-  for (int a = 0; a < 4; ++a) g[a] = ShapeGradient(bm, a);
-  Mat12 out;
-  for (int b = 0; b < 4; ++b) {
-    for (int d = 0; d < 3; ++d) {
-      // dF for a unit displacement of node b along axis d: e_d g_b^T
-      Mat3 df;
-      for (int j = 0; j < 3; ++j) df(d, j) = g[b][j];
-      const Mat3 m = Transpose(svd.u) * df * svd.v;
-      Mat3 w;
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-          if (i == j) continue;
-          Scalar den = svd.sigma[i] + svd.sigma[j];
-          // degenerate (sigma_i + sigma_j -> 0): the rotation is undetermined; drop the term
-          const Scalar floor = Scalar(1e-12) * (std::fabs(svd.sigma[0]) + kTinyScalar);
-          if (std::fabs(den) < floor) continue;
-          w(i, j) = (m(i, j) - m(j, i)) / den;
-        }
-      const Mat3 dr = svd.u * w * Transpose(svd.v);
-      const Mat3 dp = mu * (df - r * Transpose(df) * r) + (lambda * tr - 2 * mu) * dr;
-      const int col = 3 * b + d;
-      for (int a = 0; a < 4; ++a) {
-        const Vec3 row = volume * (dp * g[a]);
-        for (int c = 0; c < 3; ++c) out.m[12 * (3 * a + c) + col] = row[c];
-      }
+};
+CONDSIM_HD_INLINE GeometricStiffnessBasis MakeGeometricStiffnessBasis(const Mat3& f, const Mat3& bm) {
+  GeometricStiffnessBasis k;
+  k.svd = ComputeSvd(f);
+  k.r = k.svd.u * Transpose(k.svd.v);
+  k.tr = Trace(Transpose(k.r) * f) - 3;
+  for (int a = 0; a < 4; ++a) k.g[a] = ShapeGradient(bm, a);
+  return k;
+}
+
+// column 3 b + d of G: dF for a unit displacement of node b along axis d is e_d g_b^T
+CONDSIM_HD_INLINE void GeometricStiffnessColumn(const GeometricStiffnessBasis& k, int b, int d, Scalar volume, Scalar mu,
+                                                Scalar lambda, Scalar* column) {
+  const Svd3& svd = k.svd;
+  Mat3 df;
+  for (int j = 0; j < 3; ++j) df(d, j) = k.g[b][j];
+  const Mat3 m = Transpose(svd.u) * df * svd.v;
+  Mat3 w;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      if (i == j) continue;
+      Scalar den = svd.sigma[i] + svd.sigma[j];
+      // degenerate (sigma_i + sigma_j -> 0): the rotation is undetermined; drop the term
+      const Scalar floor = Scalar(1e-12) * (std::fabs(svd.sigma[0]) + kTinyScalar);
+      if (std::fabs(den) < floor) continue;
+      w(i, j) = (m(i, j) - m(j, i)) / den;
     }
+  const Mat3 dr = svd.u * w * Transpose(svd.v);
+  const Mat3 dp = mu * (df - k.r * Transpose(df) * k.r) + (lambda * k.tr - 2 * mu) * dr;
+  for (int a = 0; a < 4; ++a) {
+    const Vec3 row = volume * (dp * k.g[a]);
+    for (int c = 0; c < 3; ++c) column[3 * a + c] = row[c];
+  }
+}
+
+// the whole 12 x 12 G (host tests; the kernels use it column by column, FemGeoDiagOp)
+CONDSIM_HD_INLINE Mat12 GeometricStiffness(const Mat3& f, const Mat3& bm, Scalar volume, Scalar mu, Scalar lambda) {
+  const GeometricStiffnessBasis k = MakeGeometricStiffnessBasis(f, bm);
+  Mat12 out;
+  for (int col = 0; col < 12; ++col) {
+    Scalar column[12];
+    GeometricStiffnessColumn(k, col / 3, col % 3, volume, mu, lambda, column);
+    for (int i = 0; i < 12; ++i) out.m[12 * i + col] = column[i];
   }
   return out;
 }
@@ -73,7 +93,6 @@ struct FemElementOp {
   Scalar* rotation;      // 9 per element
   Scalar* force;         // 12 per element [N]
   Scalar* energy;        // 1 per element [J] (may be null)
-  Scalar* geo_diag;      // 12 per element: absolute row sums of GeometricStiffness (may be null)
   CONDSIM_HD_INLINE void operator()(Index e) const {
     const Index* t = tets + 4 * std::int64_t(e);
     const Vec3 x0 = LoadVec3(x, t[0]);
@@ -93,22 +112,44 @@ struct FemElementOp {
     for (int a = 0; a < 4; ++a)
       for (int c = 0; c < 3; ++c) f[3 * a + c] = fs[a][c];
     StoreMat3(rotation, e, polar.r);
-    if (geo_diag != nullptr) {
-      // the paper's SPD diagonal projection of the geometric stiffness (Sec. II-A): absolute
-      // row sums (G is symmetric), per element
-      const Mat12 geo = GeometricStiffness(ds * b, b, volume[e], mu[e], lambda[e]);
-      for (int i = 0; i < 12; ++i) {
-        Scalar sum = 0;
-        for (int j = 0; j < 12; ++j) sum += std::fabs(geo.m[12 * i + j]);
-        geo_diag[12 * std::int64_t(e) + i] = sum;
-      }
-    }
     if (energy != nullptr) {
       Scalar ss = 0;
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) ss += strain(i, j) * strain(i, j);
       energy[e] = volume[e] * (mu[e] * ss + lambda[e] / 2 * tr * tr);
     }
+  }
+};
+
+// the paper's SPD diagonal projection of the geometric stiffness (Sec. II-A) per element: the
+// absolute row sums of GeometricStiffness, accumulated column by column (the same sums in the same
+// order as over the whole 12 x 12 matrix). Its own launch, apart from FemElementOp, so that
+// neither kernel holds both the polar decomposition's and this one's state (registers/stack,
+// docs/performance.md "Kernel resources").
+struct FemGeoDiagOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* tets;
+  const Scalar* x;
+  const Scalar* bm;      // 9 per element
+  const Scalar* volume;  // rest volume [m^3]
+  const Scalar* mu;      // Lame parameters [Pa] per element
+  const Scalar* lambda;
+  Scalar* geo_diag;      // 12 per element
+  CONDSIM_HD_INLINE void operator()(Index e) const {
+    const Index* t = tets + 4 * std::int64_t(e);
+    const Vec3 x0 = LoadVec3(x, t[0]);
+    const Mat3 ds = Mat3::FromColumns(LoadVec3(x, t[1]) - x0, LoadVec3(x, t[2]) - x0, LoadVec3(x, t[3]) - x0);
+    const Mat3 b = LoadMat3(bm, e);
+    const GeometricStiffnessBasis k = MakeGeometricStiffnessBasis(ds * b, b);
+    Scalar sum[12];
+    for (int i = 0; i < 12; ++i) sum[i] = 0;
+    CONDSIM_UNROLL
+    for (int col = 0; col < 12; ++col) {
+      Scalar column[12];
+      GeometricStiffnessColumn(k, col / 3, col % 3, volume[e], mu[e], lambda[e], column);
+      for (int i = 0; i < 12; ++i) sum[i] += std::fabs(column[i]);
+    }
+    for (int i = 0; i < 12; ++i) geo_diag[12 * std::int64_t(e) + i] = sum[i];
   }
 };
 

@@ -6,6 +6,6 @@
 
 namespace condsim {
 
-class RodKernels : public KernelSet<RodJointOp, RodRhsOp, RodBlockOp, RodAdvanceOp, RodNewtonRhsOp> {};
+class RodKernels : public KernelSet<RodJointOp, RodGeoColumnOp, RodGeoDiagOp, RodRhsOp, RodBlockOp, RodAdvanceOp, RodNewtonRhsOp> {};
 
 }  // namespace condsim

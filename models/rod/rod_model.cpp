@@ -219,6 +219,8 @@ RodModel::RodModel(Backend* backend, const std::vector<RodGeometry>& cables, con
   pose_q_ = Array<Scalar>(b, pose_q);
   pose_v_ = Array<Scalar>(b, std::vector<Scalar>(12 * cables.size(), 0));
   jkj_ = Array<Scalar>(b, 144 * std::max<Index>(joints_, 1));
+  // the geometric term's columns (RodGeoColumnOp), only with geometric stiffness
+  geo_ = Array<Scalar>(b, material_.geometric_stiffness ? 144 * std::max<Index>(joints_, 1) : 1);
   force_ = Array<Scalar>(b, 12 * std::max<Index>(joints_, 1));
   energy_ = Array<Scalar>(b, std::max<Index>(joints_, 1));
   b->Fill(0, &energy_);
@@ -253,10 +255,13 @@ void RodModel::SetEndPose(Index cable, int end, const Vec3& position, const Quat
 
 void RodModel::ComputeJoints(const Scalar* x, const Scalar* q, Scalar half_dt, bool with_energy) {
   if (joints_ == 0) return;
-  kernels_->Run(joints_, RodJointOp{left_.data(), right_.data(), pose_.data(), arm_l_.data(), arm_r_.data(), rest_.data(),
-                                       k_.data(), x, q, pose_x_.data(), pose_q_.data(), pose_v_.data(), half_dt,
-                                       material_.geometric_stiffness && !with_energy, jkj_.data(), force_.data(),
-                                       with_energy ? energy_.data() : nullptr});
+  const RodJointInputs in{left_.data(), right_.data(), pose_.data(), arm_l_.data(), arm_r_.data(), x, q, pose_x_.data(), pose_q_.data()};
+  kernels_->Run(joints_, RodJointOp{in, rest_.data(), k_.data(), pose_v_.data(), half_dt, jkj_.data(), force_.data(),
+                                    with_energy ? energy_.data() : nullptr});
+  if (material_.geometric_stiffness && !with_energy) {
+    kernels_->Run(12 * joints_, RodGeoColumnOp{in, rest_.data(), k_.data(), geo_.data()});
+    kernels_->Run(joints_, RodGeoDiagOp{pose_.data(), geo_.data(), jkj_.data()});
+  }
 }
 
 Scalar RodModel::JointForces(Array<Scalar>* f) {

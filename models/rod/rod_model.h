@@ -119,7 +119,7 @@ class RodModel {
   std::vector<Index> cable_start_;
   Array<Index> left_, right_, pose_, node_ptr_, node_refs_, block_ptr_, block_refs_, block_row_;
   Array<Scalar> arm_l_, arm_r_, rest_, k_, x_, q_, x_mid_, q_mid_, pose_x_, pose_q_, pose_v_;
-  Array<Scalar> jkj_, force_, energy_, mass_, inertia_, ones_, zero_v_, r_;
+  Array<Scalar> jkj_, geo_, force_, energy_, mass_, inertia_, ones_, zero_v_, r_;
 };
 
 }  // namespace condsim

@@ -55,9 +55,27 @@ struct JointSide {
 //   e_r = log(R0^T R_l^T R_r)                                   (bending x, y and twist z)
 //   J_t = R_l^T [-I, [d]x + [R_l a_l]x, I, -[R_r a_r]x],  d = p_r - p_l
 //   J_r = Jr^-1(e_r) R_r^T [0, -I, 0, I]
+// J is held as its four distinct 3x3 blocks (36 numbers, not 72: a kernel keeps two of these in
+// registers, RodGeoColumnOp) and read entry by entry with J(i, a)
 struct JointKinematics {
   Scalar e[6];
-  Scalar j[6][12];
+  Mat3 rlt;  // R_l^T: J_t block 2, and block 0 negated
+  Mat3 t1;   // J_t block 1
+  Mat3 t3;   // J_t block 3
+  Mat3 jr;   // Jr^-1(e_r) R_r^T: J_r block 3, and block 1 negated
+  // entry (i, a) of J; constant i and a (unrolled loops) select the block at compile time
+  CONDSIM_HD_INLINE Scalar J(int i, int a) const {
+    const int b = a / 3, c = a % 3;
+    if (i < 3) {
+      if (b == 0) return -rlt(i, c);
+      if (b == 1) return t1(i, c);
+      if (b == 2) return rlt(i, c);
+      return t3(i, c);
+    }
+    if (b == 1) return -jr(i - 3, c);
+    if (b == 3) return jr(i - 3, c);
+    return Scalar(0);
+  }
 };
 
 CONDSIM_HD_INLINE JointKinematics ComputeJoint(const JointSide& l, const JointSide& r, const Mat3& rest) {
@@ -71,55 +89,58 @@ CONDSIM_HD_INLINE JointKinematics ComputeJoint(const JointSide& l, const JointSi
     k.e[i] = et[i];
     k.e[3 + i] = er[i];
   }
-  const Mat3 blocks_t[4] = {(-1) * rlt, rlt * (Skew(d) + Skew(al)), rlt, (-1) * (rlt * Skew(ar))};
-  const Mat3 jr = InverseRightJacobian(er) * Transpose(r.r);
-  const Mat3 blocks_r[4] = {Mat3(), (-1) * jr, Mat3(), jr};
-  for (int b = 0; b < 4; ++b)
-    for (int i = 0; i < 3; ++i)
-      for (int c = 0; c < 3; ++c) {
-        k.j[i][3 * b + c] = blocks_t[b](i, c);
-        k.j[3 + i][3 * b + c] = blocks_r[b](i, c);
-      }
+  k.rlt = rlt;
+  k.t1 = rlt * (Skew(d) + Skew(al));
+  k.t3 = (-1) * (rlt * Skew(ar));
+  k.jr = InverseRightJacobian(er) * Transpose(r.r);
   return k;
 }
+
+// the two sides of joint jt: segment centres and rotations, or the kinematic pose p >= 0 on the left
+struct RodJointInputs {
+  const Index* left;
+  const Index* right;
+  const Index* pose;
+  const Scalar* arm_l;
+  const Scalar* arm_r;
+  const Scalar* x;
+  const Scalar* q;
+  const Scalar* pose_x;
+  const Scalar* pose_q;
+  CONDSIM_HD_INLINE void Load(Index jt, Index p, JointSide* l, JointSide* r) const {
+    if (p >= 0) {
+      l->x = LoadVec3(pose_x, p);
+      l->r = ToMatrix(LoadQuat(pose_q, p));
+    } else {
+      l->x = LoadVec3(x, left[jt]);
+      l->r = ToMatrix(LoadQuat(q, left[jt]));
+    }
+    r->x = LoadVec3(x, right[jt]);
+    r->r = ToMatrix(LoadQuat(q, right[jt]));
+    l->arm = LoadVec3(arm_l, jt);
+    r->arm = LoadVec3(arm_r, jt);
+  }
+};
 
 // per joint: J^T K J (12 x 12), the generalized force -J^T K e (12) and the energy e^T K e / 2.
 // A joint whose left side is a kinematic pose (pose >= 0) also moves the right side through the
 // pose's mid-step velocity: its force gains -(t/2) J^T K J_l v_pose (eq. 8 along the pose path).
+// With geometric stiffness, RodGeoColumnOp and RodGeoDiagOp then add eq. 8-9's E (separate
+// launches: one thread holding J three times spilled, docs/performance.md "Kernel resources").
 struct RodJointOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
-  const Index* left;     // segment, or -1 for a kinematic pose
-  const Index* right;    // segment
-  const Index* pose;     // pose slot of a kinematic left side, else -1
-  const Scalar* arm_l;   // 3 per joint, body frame
-  const Scalar* arm_r;
+  RodJointInputs in;     // left: segment or -1 for a kinematic pose; pose: its slot or -1
   const Scalar* rest;    // 9 per joint: rest relative rotation R0 = R_l^T R_r at rest
   const Scalar* k;       // 6 per joint: shear1, shear2, stretch, bend1, bend2, twist stiffness
-  const Scalar* x;       // segment centres
-  const Scalar* q;       // segment orientations (quaternions)
-  const Scalar* pose_x;  // kinematic poses: position, quaternion, mid-step velocity (v, w)
-  const Scalar* pose_q;
-  const Scalar* pose_v;
+  const Scalar* pose_v;  // kinematic poses' mid-step velocity (v, w)
   Scalar half_dt;
-  bool geometric;        // add the paper's E on the rotation DOFs: diagonal |row sums| of
-                         // sum_i (K e)_i d^2 e_i / dq^2
   Scalar* jkj;           // 144 per joint
   Scalar* force;         // 12 per joint
   Scalar* energy;        // 1 per joint (may be null)
   CONDSIM_HD_INLINE void operator()(Index jt) const {
-    const Index p = pose[jt];
+    const Index p = in.pose[jt];
     JointSide l, r;
-    if (p >= 0) {
-      l.x = LoadVec3(pose_x, p);
-      l.r = ToMatrix(LoadQuat(pose_q, p));
-    } else {
-      l.x = LoadVec3(x, left[jt]);
-      l.r = ToMatrix(LoadQuat(q, left[jt]));
-    }
-    r.x = LoadVec3(x, right[jt]);
-    r.r = ToMatrix(LoadQuat(q, right[jt]));
-    l.arm = LoadVec3(arm_l, jt);
-    r.arm = LoadVec3(arm_r, jt);
+    in.Load(jt, p, &l, &r);
     const JointKinematics kin = ComputeJoint(l, r, LoadMat3(rest, jt));
     const Scalar* kd = k + 6 * std::int64_t(jt);
     Scalar ke[6];
@@ -134,64 +155,108 @@ struct RodJointOp {
       const Scalar* vp = pose_v + 6 * std::int64_t(p);
       for (int i = 0; i < 6; ++i) {
         Scalar s = 0;
-        for (int c = 0; c < 6; ++c) s += kin.j[i][c] * vp[c];
+        for (int c = 0; c < 6; ++c) s += kin.J(i, c) * vp[c];
         kjv[i] = kd[i] * s;
       }
     }
     Scalar* out = jkj + 144 * std::int64_t(jt);
     Scalar* f = force + 12 * std::int64_t(jt);
+    CONDSIM_UNROLL
     for (int a = 0; a < 12; ++a) {
       Scalar fa = 0;
-      for (int i = 0; i < 6; ++i) fa -= kin.j[i][a] * (ke[i] + half_dt * kjv[i]);
+      for (int i = 0; i < 6; ++i) fa -= kin.J(i, a) * (ke[i] + half_dt * kjv[i]);
       f[a] = fa;
+      CONDSIM_UNROLL
       for (int b = 0; b < 12; ++b) {
         Scalar s = 0;
-        for (int i = 0; i < 6; ++i) s += kin.j[i][a] * kd[i] * kin.j[i][b];
+        for (int i = 0; i < 6; ++i) s += kin.J(i, a) * kd[i] * kin.J(i, b);
         out[12 * a + b] = s;
       }
     }
-    if (geometric) {
-      // H_geo = d(J^T y)/dq with y = K e held fixed, by central differences of J (world-frame
-      // rotation perturbations, step 1e-6 of the joint's length scale); the diagonal of absolute
-      // row sums is added to J^T K J (SPD, eq. 8-9's E)
-      const Scalar h = Scalar(1e-6);
-      Scalar geo[12][12];
-      const int first = p >= 0 ? 6 : 0;
-      for (int c = 0; c < 12; ++c)
-        for (int a = 0; a < 12; ++a) geo[a][c] = 0;
-      for (int c = first; c < 12; ++c) {
-        JointSide lp = l, lm = l, rp = r, rm = r;
-        JointSide& sp = c < 6 ? lp : rp;
-        JointSide& sm = c < 6 ? lm : rm;
-        const int axis = c % 3;
-        Vec3 step(0, 0, 0);
-        step[axis] = h;
-        if ((c / 3) % 2 == 0) {
-          sp.x += step;
-          sm.x -= step;
-        } else {
-          sp.r = ToMatrix(FromRotationVector(step)) * sp.r;
-          sm.r = ToMatrix(FromRotationVector(-step)) * sm.r;
-        }
-        const JointKinematics kp = ComputeJoint(lp, rp, LoadMat3(rest, jt));
-        const JointKinematics km = ComputeJoint(lm, rm, LoadMat3(rest, jt));
-        for (int a = 0; a < 12; ++a) {
-          Scalar s = 0;
-          for (int i = 0; i < 6; ++i) s += (kp.j[i][a] - km.j[i][a]) * ke[i];
-          geo[a][c] = s / (2 * h);
-        }
+    if (energy != nullptr) energy[jt] = e_energy;
+  }
+};
+
+// the geometric term of a joint (the paper's E, eq. 8-9), column c of H_geo = d(J^T y)/dq with
+// y = K e held fixed, by central differences of J (world-frame rotation perturbations, step 1e-6
+// of the joint's length scale); one item per joint and column (item = 12 jt + c), written to geo
+// (144 per joint, row-major). A kinematic left side (pose >= 0) has no columns 0..5 (zeros).
+struct RodGeoColumnOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  RodJointInputs in;
+  const Scalar* rest;
+  const Scalar* k;
+  Scalar* geo;  // 144 per joint
+  CONDSIM_HD_INLINE void operator()(Index item) const {
+    const Index jt = item / 12;
+    const int c = static_cast<int>(item % 12);
+    const Index p = in.pose[jt];
+    Scalar* g = geo + 144 * std::int64_t(jt);
+    if (c < (p >= 0 ? 6 : 0)) {
+      for (int a = 0; a < 12; ++a) g[12 * a + c] = 0;
+      return;
+    }
+    JointSide l, r;
+    in.Load(jt, p, &l, &r);
+    const Mat3 rest_jt = LoadMat3(rest, jt);
+    Scalar ke[6];
+    {
+      const JointKinematics kin = ComputeJoint(l, r, rest_jt);
+      for (int i = 0; i < 6; ++i) ke[i] = k[6 * std::int64_t(jt) + i] * kin.e[i];
+    }
+    const Scalar h = Scalar(1e-6);
+    JointSide lp = l, lm = l, rp = r, rm = r;
+    const int axis = c % 3;
+    const Vec3 step(axis == 0 ? h : Scalar(0), axis == 1 ? h : Scalar(0), axis == 2 ? h : Scalar(0));
+    // (no references to the side: a selected reference puts both sides on the stack)
+    if ((c / 3) % 2 == 0) {
+      if (c < 6) {
+        lp.x += step;
+        lm.x -= step;
+      } else {
+        rp.x += step;
+        rm.x -= step;
       }
-      for (int a = first; a < 12; ++a) {
-        // rotation rows only: on a segment centre's translation a diagonal damps absolute velocity
-        // (a falling cable fell 2 % short of g t^2 / 2 in 0.2 s and lost linear momentum in
-        // impacts), while the rotation rows alone keep the stiff cable passive
-        if ((a / 3) % 2 == 0) continue;
-        Scalar sum = 0;
-        for (int c = first; c < 12; ++c) sum += std::fabs(Scalar(0.5) * (geo[a][c] + geo[c][a]));
-        out[12 * a + a] += sum;
+    } else {
+      const Mat3 plus = ToMatrix(FromRotationVector(step)), minus = ToMatrix(FromRotationVector(-step));
+      if (c < 6) {
+        lp.r = plus * lp.r;
+        lm.r = minus * lm.r;
+      } else {
+        rp.r = plus * rp.r;
+        rm.r = minus * rm.r;
       }
     }
-    if (energy != nullptr) energy[jt] = e_energy;
+    const JointKinematics kp = ComputeJoint(lp, rp, rest_jt);
+    const JointKinematics km = ComputeJoint(lm, rm, rest_jt);
+    CONDSIM_UNROLL
+    for (int a = 0; a < 12; ++a) {
+      Scalar s = 0;
+      for (int i = 0; i < 6; ++i) s += (kp.J(i, a) - km.J(i, a)) * ke[i];
+      g[12 * a + c] = s / (2 * h);
+    }
+  }
+};
+
+// adds the diagonal of absolute row sums of the symmetrized geometric term (RodGeoColumnOp) to
+// J^T K J (SPD, eq. 8-9's E), per joint. Rotation rows only: on a segment centre's translation a
+// diagonal damps absolute velocity (a falling cable fell 2 % short of g t^2 / 2 in 0.2 s and lost
+// linear momentum in impacts), while the rotation rows alone keep the stiff cable passive
+struct RodGeoDiagOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* pose;
+  const Scalar* geo;  // 144 per joint
+  Scalar* jkj;        // 144 per joint
+  CONDSIM_HD_INLINE void operator()(Index jt) const {
+    const int first = pose[jt] >= 0 ? 6 : 0;
+    const Scalar* g = geo + 144 * std::int64_t(jt);
+    Scalar* out = jkj + 144 * std::int64_t(jt);
+    for (int a = first; a < 12; ++a) {
+      if ((a / 3) % 2 == 0) continue;
+      Scalar sum = 0;
+      for (int c = first; c < 12; ++c) sum += std::fabs(Scalar(0.5) * (g[12 * a + c] + g[12 * c + a]));
+      out[12 * a + a] += sum;
+    }
   }
 };
 
