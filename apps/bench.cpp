@@ -3,6 +3,7 @@
 // --reps timed repetitions after warm-up; every rep ends with a Synchronize.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -14,7 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/args.h"
+#include "apps/bandwidth.h"
 #include "condsim/backend.h"
+#include "condsim/vector_ops.h"
+#include "cpu/parallel.h"
 #include "models/cond/cond_solver.h"
 #include "fixtures/random_scene.h"
 #include "models/fem/fem_model.h"
@@ -26,13 +30,14 @@
 namespace condsim::app {
 namespace {
 
-// 7-point grid stencil of 3x3 blocks (a FEM-like pattern: ~7 blocks per block row)
-BlockMatrix GridMatrix(Index target_rows, std::mt19937_64& rng) {
-  const Index side = std::max<Index>(2, Index(std::cbrt(double(target_rows) / 3.0) + 0.5));
-  const Index nx = side, ny = side, nz = std::max<Index>(1, Index(double(target_rows) / 3.0 / (side * side) + 0.5));
+// 7-point grid stencil of block_dim x block_dim blocks (a FEM-like pattern: ~7 blocks per block row)
+BlockMatrix GridMatrix(Index target_rows, std::mt19937_64& rng, Index block_dim = 3) {
+  const double nodes = double(target_rows) / double(block_dim);
+  const Index side = std::max<Index>(2, Index(std::cbrt(nodes) + 0.5));
+  const Index nx = side, ny = side, nz = std::max<Index>(1, Index(nodes / double(side * side) + 0.5));
   const Index n = nx * ny * nz;
   BlockPattern p;
-  p.block_dim = 3;
+  p.block_dim = block_dim;
   p.block_rows = p.block_cols = n;
   p.row_ptr.assign(std::size_t(n) + 1, 0);
   p.col_idx.reserve(std::size_t(n) * 7);
@@ -366,7 +371,7 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
 
 int RunBench(const std::vector<std::string>& argv) {
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
+                   "--threads", "--seed", "--block-dims", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
     std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch [--backend cpu|cuda|all] [--min-rows 1e4]\n"
@@ -386,9 +391,11 @@ int RunBench(const std::vector<std::string>& argv) {
                  "(--max-cables N caps the batch).\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
                  "and the per-iteration cost in SpMVs of the same matrix.\n"
-                 "SpMV: 3x3-block 7-point grid matrices; on cuda every SpMV path (csr, bsr,\n"
-                 "rowloop) is measured. Columns: median time per op, GB/s of compulsory traffic,\n"
-                 "and that as a fraction of the backend's measured copy bandwidth.\n";
+                 "spmv: 7-point grid matrices of --block-dims 3,6 blocks (op spmvB; on the cpu also spmvBrt,\n"
+                 "the runtime-block-size loop); on cuda every SpMV path (csr, bsr, rowloop) is measured.\n"
+                 "Columns: median time per op, GB/s of compulsory traffic, and that as a fraction of the\n"
+                 "backend's copy bandwidth (cpu: one 256 MiB memcpy on the same threads, interleaved rep by rep\n"
+                 "with the products; cuda: a device copy of the vector; vector: the backend's Copy).\n";
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
@@ -447,34 +454,88 @@ int RunBench(const std::vector<std::string>& argv) {
     return BenchSolver(configs, Index(args.GetInt("--min-dofs", 1000, 12, 100000000)),
                        Index(args.GetInt("--max-dofs", 1000000, 12, 100000000)), reps, threads, rng);
   }
+  std::vector<Index> block_dims;
+  std::stringstream dims_list(args.Get("--block-dims", what == "spmv" ? "3,6" : "3"));
+  for (std::string item; std::getline(dims_list, item, ',');) {
+    const long d = std::strtol(item.c_str(), nullptr, 10);
+    if (d < 1 || d > 64) throw Error("bench: --block-dims: '" + item + "' is not a block size in [1, 64]");
+    block_dims.push_back(Index(d));
+  }
   std::printf("%-26s %-8s %10s %12s %9s %8s\n", "backend", "op", "rows", "median_ms", "GB/s", "of_copy");
   for (Index rows = min_rows; rows <= max_rows; rows = rows > max_rows / 10 ? max_rows + 1 : rows * 10) {
-    const BlockMatrix host = GridMatrix(rows, rng);
-    const Index n = host.pattern.rows();
-    std::vector<Scalar> hx(static_cast<std::size_t>(n));
-    std::uniform_real_distribution<Scalar> u(-1, 1);
-    for (Scalar& v : hx) v = u(rng);
-    for (const auto& [choice, format] : configs) {
-      const Target target = MakeTarget(choice, format, threads);
-      Backend& b = *target.backend;
-      const std::string& name = target.name;
-      Array<Scalar> x(&b, hx), y(&b, hx), z(&b, n);
-      const double vbytes = double(n) * sizeof(Scalar);
-      const double copy_s = MedianSeconds(reps, b, [&] { b.Copy(x, &z); });
-      const double copy_gbs = 2 * vbytes / copy_s / 1e9;
-      Row(name, "copy", n, 2 * vbytes, copy_s, copy_gbs);
-      if (what == "spmv") {
-        auto a = b.CreateMatrix(host.pattern);
-        a->SetValues(host.values);
-        const BlockPattern& p = host.pattern;
-        // values + block column indices + row pointers + x once + y written
-        const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
-                             double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
-        Row(name, "spmv", n, bytes, MedianSeconds(reps, b, [&] { a->Multiply(1, x, 0, &y); }), copy_gbs);
-      } else {
-        Row(name, "axpby", n, 3 * vbytes, MedianSeconds(reps, b, [&] { b.Axpby(0.5, x, 0.5, &y); }), copy_gbs);
-        Row(name, "dot", n, 2 * vbytes, MedianSeconds(reps, b, [&] { b.Dot(x, y); }), copy_gbs);
-        Row(name, "maxabs", n, vbytes, MedianSeconds(reps, b, [&] { b.MaxAbs(x); }), copy_gbs);
+    for (Index bd : block_dims) {
+      const BlockMatrix host = GridMatrix(rows, rng, bd);
+      const Index n = host.pattern.rows();
+      std::vector<Scalar> hx(static_cast<std::size_t>(n));
+      std::uniform_real_distribution<Scalar> u(-1, 1);
+      for (Scalar& v : hx) v = u(rng);
+      for (const auto& [choice, format] : configs) {
+        const Target target = MakeTarget(choice, format, threads);
+        Backend& b = *target.backend;
+        const std::string& name = target.name;
+        Array<Scalar> x(&b, hx), y(&b, hx), z(&b, n);
+        const double vbytes = double(n) * sizeof(Scalar);
+        if (what == "spmv" && b.kind() == BackendKind::kCpu) {
+          // the floor (one 256 MiB memcpy on the same threads, apps/bandwidth.h), the dispatched
+          // product and the runtime-block-size loop every Multiply ran before the fixed sizes,
+          // interleaved rep by rep so that all three see the same load of a shared machine
+          auto a = b.CreateMatrix(host.pattern);
+          a->SetValues(host.values);
+          const BlockPattern& p = host.pattern;
+          const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
+                               double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
+          const BsrRowSpmvOp rt{bd, a->row_ptr().data(), a->col_idx().data(), a->values().data(), 1, x.data(), 0, y.data()};
+          CopyFloor floor(threads);
+          // one thread: the thread's CPU time (a descheduled interval of a loaded machine is not
+          // counted); more: wall time
+          const bool cpu_time = floor.threads() == 1;
+          auto now = [cpu_time] {
+            if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+            timespec ts{};
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+            return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+          };
+          std::vector<double> t[3];
+          for (int r = -2; r < reps; ++r) {
+            double start = now();
+            floor.Copy();
+            const double c = now() - start;
+            start = now();
+            a->Multiply(1, x, 0, &y);
+            const double s_fixed = now() - start;
+            start = now();
+            cpu::ParallelFor(threads, p.block_rows, rt);
+            const double s_rt = now() - start;
+            if (r < 0) continue;  // warm-up
+            t[0].push_back(c);
+            t[1].push_back(s_fixed);
+            t[2].push_back(s_rt);
+          }
+          if (cpu_time) std::printf("# %s, block size %d: thread CPU time\n", name.c_str(), int(bd));
+          for (auto& v : t) std::sort(v.begin(), v.end());
+          const double copy_gbs = floor.bytes_moved() / t[0][t[0].size() / 2] / 1e9;
+          const std::string op = "spmv" + std::to_string(bd);
+          Row(name, "copy", Index(floor.bytes_moved() / 2 / sizeof(Scalar)), floor.bytes_moved(), t[0][t[0].size() / 2], copy_gbs);
+          Row(name, op, n, bytes, t[1][t[1].size() / 2], copy_gbs);
+          Row(name, op + "rt", n, bytes, t[2][t[2].size() / 2], copy_gbs);
+          continue;
+        }
+        const double copy_s = MedianSeconds(reps, b, [&] { b.Copy(x, &z); });
+        const double copy_gbs = 2 * vbytes / copy_s / 1e9;
+        Row(name, "copy", n, 2 * vbytes, copy_s, copy_gbs);
+        if (what == "spmv") {
+          auto a = b.CreateMatrix(host.pattern);
+          a->SetValues(host.values);
+          const BlockPattern& p = host.pattern;
+          // values + block column indices + row pointers + x once + y written
+          const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
+                               double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
+          Row(name, "spmv" + std::to_string(bd), n, bytes, MedianSeconds(reps, b, [&] { a->Multiply(1, x, 0, &y); }), copy_gbs);
+        } else {
+          Row(name, "axpby", n, 3 * vbytes, MedianSeconds(reps, b, [&] { b.Axpby(0.5, x, 0.5, &y); }), copy_gbs);
+          Row(name, "dot", n, 2 * vbytes, MedianSeconds(reps, b, [&] { b.Dot(x, y); }), copy_gbs);
+          Row(name, "maxabs", n, vbytes, MedianSeconds(reps, b, [&] { b.MaxAbs(x); }), copy_gbs);
+        }
       }
     }
   }

@@ -40,6 +40,22 @@ struct MultiplyOp {
   CONDSIM_HD_INLINE void operator()(Index i) const { z[i] = x[i] * y[i]; }
 };
 
+// how far ahead of the block being read the fixed-size SpMV prefetches A's values [Scalars]
+constexpr std::int64_t kSpmvPrefetchScalars = 1024;
+
+// sum[i] += (block k of a BSR matrix with compile-time block size B) times x's block, row i's
+// entries left to right into its own accumulator
+template <int B>
+CONDSIM_HD_INLINE void BsrBlockAccumulate(const Index* col_idx, const Scalar* values, const Scalar* x, Index k,
+                                          Scalar* sum) {
+  const Scalar* a = values + std::int64_t(k) * (B * B);
+  const Scalar* xb = x + std::int64_t(col_idx[k]) * B;
+  Scalar xv[B];
+  for (int j = 0; j < B; ++j) xv[j] = xb[j];
+  for (int i = 0; i < B; ++i)
+    for (int j = 0; j < B; ++j) sum[i] += a[i * B + j] * xv[j];
+}
+
 // the sums of one block row of A x for a BSR matrix with a compile-time block size B: per row
 // i, sum_i = sum over the row's blocks in pattern order, each block's entries left to right,
 // folded into one accumulator from 0 (the same order as BsrRowSpmvOp's runtime loop, so the
@@ -49,12 +65,13 @@ CONDSIM_HD_INLINE void BsrBlockRowSums(const Index* row_ptr, const Index* col_id
                                        const Scalar* x, Index block_row, Scalar* sum) {
   for (int i = 0; i < B; ++i) sum[i] = 0;
   for (Index k = row_ptr[block_row]; k < row_ptr[block_row + 1]; ++k) {
-    const Scalar* a = values + std::int64_t(k) * (B * B);
-    const Scalar* xb = x + std::int64_t(col_idx[k]) * B;
-    Scalar xv[B];
-    for (int j = 0; j < B; ++j) xv[j] = xb[j];
-    for (int i = 0; i < B; ++i)
-      for (int j = 0; j < B; ++j) sum[i] += a[i * B + j] * xv[j];
+#ifndef __CUDA_ARCH__
+    // the CPU: the values stream fetched 8 KiB ahead by software (one core's hardware
+    // prefetchers alone reach ~0.6 of the copy bandwidth here, this ~0.8: docs/performance.md);
+    // a prefetch past the end is harmless
+    __builtin_prefetch(values + std::int64_t(k) * (B * B) + kSpmvPrefetchScalars);
+#endif
+    BsrBlockAccumulate<B>(col_idx, values, x, k, sum);
   }
 }
 
@@ -104,9 +121,9 @@ struct BsrRowSpmvFixedOp {
   }
 };
 
-// launches op over its block rows once with the functor for its block size: fixed sizes 3
-// (the system matrix's node blocks) and 6, the runtime loop otherwise; launch(f) runs f(row)
-// for every block row on the backend
+// launches op over block_rows block rows once with the functor for its block size: fixed sizes 3
+// (the system matrix's node blocks) and 6, the runtime loop otherwise; launch(f) runs f(row) for
+// every block row on the backend. Every variant gives the runtime loop's bits
 template <class Launch>
 void DispatchBsrRowSpmv(const BsrRowSpmvOp& op, const Launch& launch) {
   switch (op.block_dim) {
