@@ -263,6 +263,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     contacts_dirty_ = true;
     mass_dirty_ = true;
   }
+  fused_ = fused_layout_ && params_.fused_passes;
   if (mass_dirty_) PrepareMomentum();
   if (contacts_dirty_) {
     PrepareContacts();
@@ -271,8 +272,8 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
 }
 
 void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
-  fused_ = backend_->kind() == BackendKind::kCpu && ctx_.env_perm.size() == 0;
-  if (!fused_) return;
+  fused_layout_ = backend_->kind() == BackendKind::kCpu && ctx_.env_perm.size() == 0;
+  if (!fused_layout_) return;
   // cpu::SegmentedReduce's chunks: each environment's DOF range cut every kChunk DOFs
   constexpr Index kChunk = CondChebyshevThetaCommitOp::kChunk;
   std::vector<Index> begin, end;

@@ -63,6 +63,8 @@ struct CondParams {
   double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
   double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
   bool record_history = false;     // keep the residual of every iteration in CondStats
+  bool fused_passes = true;        // the CPU's fused vector passes (bitwise the separate kernels;
+                                   // false: the separate kernels, for tests and profiles)
   bool body_modes = true;          // correct the motions of SetBodyModes patches exactly each
                                    // iteration (two-level W; docs/solver.md "Body modes")
   bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
@@ -184,7 +186,8 @@ class CondSolver {
   // theta + commit instead of ~8 separate kernels; CUDA keeps the separate kernels and its own
   // reductions. Chunks of the environments' DOF ranges, their theta^2 sums, the first chunk of
   // each environment, and per environment a flag for CondRestoreOp
-  bool fused_ = false;
+  bool fused_layout_ = false;  // the backend and node layout allow them
+  bool fused_ = false;         // and this solve runs them (CondParams::fused_passes)
   bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update to the fused pass
   Array<Index> chunk_begin_, chunk_end_;
   Array<Scalar> chunk_sum_;
