@@ -286,6 +286,10 @@ void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
     }
   }
   first_chunk_.back() = Index(begin.size());
+  // the same layout again (a World re-prepares every step): keep the arrays
+  if (begin == chunk_begin_host_ && end == chunk_end_host_ && env_flag_.size() == ctx_.num_envs) return;
+  chunk_begin_host_ = begin;
+  chunk_end_host_ = end;
   chunk_begin_ = Array<Index>(backend_, begin);
   chunk_end_ = Array<Index>(backend_, end);
   chunk_sum_ = Array<Scalar>(backend_, Index(begin.size()));

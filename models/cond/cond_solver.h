@@ -191,7 +191,7 @@ class CondSolver {
   bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update to the fused pass
   Array<Index> chunk_begin_, chunk_end_;
   Array<Scalar> chunk_sum_;
-  std::vector<Index> first_chunk_;
+  std::vector<Index> first_chunk_, chunk_begin_host_, chunk_end_host_;
   Array<unsigned char> env_flag_;
   // the momentum check: SetMassDiagonal's values, per body its DOF range, the masks of its
   // x, y, z DOFs with mass, its mass, its nodes with mass and its environment
