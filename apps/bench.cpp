@@ -1,8 +1,11 @@
 // `condsim bench spmv|vector|...|batch`: throughput of the backend primitives, in GB/s of compulsory
 // memory traffic, with each backend's measured copy bandwidth for reference. Medians over
 // --reps timed repetitions after warm-up; every rep ends with a Synchronize.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -14,7 +17,10 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/args.h"
+#include "apps/bandwidth.h"
 #include "condsim/backend.h"
+#include "condsim/vector_ops.h"
+#include "cpu/parallel.h"
 #include "models/cond/cond_solver.h"
 #include "fixtures/random_scene.h"
 #include "models/fem/fem_model.h"
@@ -26,13 +32,14 @@
 namespace condsim::app {
 namespace {
 
-// 7-point grid stencil of 3x3 blocks (a FEM-like pattern: ~7 blocks per block row)
-BlockMatrix GridMatrix(Index target_rows, std::mt19937_64& rng) {
-  const Index side = std::max<Index>(2, Index(std::cbrt(double(target_rows) / 3.0) + 0.5));
-  const Index nx = side, ny = side, nz = std::max<Index>(1, Index(double(target_rows) / 3.0 / (side * side) + 0.5));
+// 7-point grid stencil of block_dim x block_dim blocks (a FEM-like pattern: ~7 blocks per block row)
+BlockMatrix GridMatrix(Index target_rows, std::mt19937_64& rng, Index block_dim = 3) {
+  const double nodes = double(target_rows) / double(block_dim);
+  const Index side = std::max<Index>(2, Index(std::cbrt(nodes) + 0.5));
+  const Index nx = side, ny = side, nz = std::max<Index>(1, Index(nodes / double(side * side) + 0.5));
   const Index n = nx * ny * nz;
   BlockPattern p;
-  p.block_dim = 3;
+  p.block_dim = block_dim;
   p.block_rows = p.block_cols = n;
   p.row_ptr.assign(std::size_t(n) + 1, 0);
   p.col_idx.reserve(std::size_t(n) * 7);
@@ -183,8 +190,9 @@ int BenchFem(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, I
 // motions), 8, 32 and 64: iterations, per-solve setup (incl. the patches' dense inverse) and
 // solve time, time per iteration. Plates of about min..max nodes (factors of 10)
 int BenchModes(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, Index min_nodes, Index max_nodes, int reps,
-               int threads) {
-  std::printf("%-26s %8s %8s %7s %10s %10s %10s\n", "backend", "nodes", "patches", "iters", "setup_ms", "solve_ms", "iter_ms");
+               int threads, const std::vector<Index>& patch_counts, int max_iterations) {
+  std::printf("%-26s %8s %8s %7s %10s %10s %10s %9s %9s\n", "backend", "nodes", "patches", "iters", "setup_ms", "solve_ms", "iter_ms",
+              "spmv_ms", "iter/spmv");
   for (Index nodes = min_nodes; nodes <= max_nodes; nodes = nodes > max_nodes / 10 ? max_nodes + 1 : nodes * 10) {
     // nx = 3 ny cells in the plane, 2 through the thickness: 3 (nx + 1)(ny + 1) nodes
     const Index ny = std::max<Index>(2, Index(std::sqrt(double(nodes) / 9.0)));
@@ -205,10 +213,45 @@ int BenchModes(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
       auto a = b.CreateMatrix(fem.pattern());
       Array<Scalar> x(&b, mesh.x), v(&b, std::vector<Scalar>(mesh.x.size(), 0)), rhs(&b, Index(mesh.x.size()));
       fem.Assemble(x, v, 0.01, Vec3(0, 0, -9.81), nullptr, a.get(), &rhs);
-      for (Index patches : {1, 8, 32, 64}) {
+      // one SpMV of the plate's A, the unit of the iteration's cost. On one thread the times are
+      // the thread's CPU time (a loaded machine deschedules it) and the iteration's time is that
+      // of a solve less that of a 1-iteration solve, over the difference of iterations
+      const bool cpu_time = b.kind() == BackendKind::kCpu && (threads == 1 || (threads == 0 && omp_get_max_threads() == 1));
+      auto cpu_seconds = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+      };
+      Array<Scalar> y(&b, Index(mesh.x.size()));
+      double spmv = MedianSeconds(std::max(reps, 5), b, [&] { a->Multiply(1, rhs, 0, &y); });
+      if (cpu_time) {
+        std::vector<double> t;
+        for (int r = 0; r < std::max(reps, 5); ++r) {
+          const double t0 = cpu_seconds();
+          a->Multiply(1, rhs, 0, &y);
+          t.push_back(cpu_seconds() - t0);
+        }
+        std::sort(t.begin(), t.end());
+        spmv = t[t.size() / 2];
+        // the runtime-block-size loop every Multiply ran before the fixed sizes (the old SpMV)
+        const BsrRowSpmvOp rt{3, a->row_ptr().data(), a->col_idx().data(), a->values().data(), 1, rhs.data(), 0, y.data()};
+        t.clear();
+        for (int r = 0; r < std::max(reps, 5); ++r) {
+          const double t0 = cpu_seconds();
+          cpu::ParallelFor(1, mesh.num_nodes(), rt);
+          t.push_back(cpu_seconds() - t0);
+        }
+        std::sort(t.begin(), t.end());
+        std::printf("# %d nodes: SpMV %.4f ms, runtime-loop SpMV %.4f ms (thread CPU time)\n", int(mesh.num_nodes()), spmv * 1e3,
+                    t[t.size() / 2] * 1e3);
+      }
+      for (Index patches : patch_counts) for (bool fused : {true, false}) {
+        // fused: the CPU's fused vector passes; "separate": the kernels one by one (the same bits)
+        if (!fused && b.kind() != BackendKind::kCpu) continue;
         CondParams params;
+        params.fused_passes = fused;
         params.theta_threshold = 1e-6;
-        params.max_iterations = 100000;
+        params.max_iterations = max_iterations;
         CondSolver solver(&b, params);
         BodyModes modes;
         AppendBodyPatches(GridPatches(mesh.x, patches), mesh.x, 0, &modes);
@@ -217,8 +260,31 @@ int BenchModes(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
         const SolveTiming timing = MedianSolve(reps, b, solver, *a, rhs, &v);
         const CondStats& st = timing.stats;
         const double t_setup = timing.setup, t_solve = timing.solve;
-        std::printf("%-26s %8d %8d %7d %10.3f %10.3f %10.4f\n", target.name.c_str(), mesh.num_nodes(), modes.size(), st.iterations,
-                    t_setup * 1e3, t_solve * 1e3, (t_solve - t_setup) / std::max(st.iterations, 1) * 1e3);
+        double iter = (t_solve - t_setup) / std::max(st.iterations, 1);
+        if (cpu_time && st.iterations > 1) {
+          // CPU time: full solves and 1-iteration solves, medians
+          CondParams one = params;
+          one.max_iterations = 1;
+          CondSolver short_solver(&b, one);
+          short_solver.SetBodyModes(modes);
+          short_solver.SetContacts(ContactSet());
+          std::vector<double> full, first;
+          for (int r = 0; r < std::max(reps, 1) + 1; ++r) {
+            b.Fill(0, &v);
+            double t0 = cpu_seconds();
+            solver.Solve(*a, rhs, &v);
+            full.push_back(cpu_seconds() - t0);
+            b.Fill(0, &v);
+            t0 = cpu_seconds();
+            short_solver.Solve(*a, rhs, &v);
+            first.push_back(cpu_seconds() - t0);
+          }
+          std::sort(full.begin(), full.end());
+          std::sort(first.begin(), first.end());
+          iter = (full[full.size() / 2] - first[first.size() / 2]) / (st.iterations - 1);
+        }
+        std::printf("%-26s %8d %8d %7d %10.3f %10.3f %10.4f %9.4f %9.2f%s\n", target.name.c_str(), mesh.num_nodes(), modes.size(),
+                    st.iterations, t_setup * 1e3, t_solve * 1e3, iter * 1e3, spmv * 1e3, iter / spmv, fused ? "" : " separate");
       }
     }
   }
@@ -367,7 +433,7 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
 int RunBench(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "scale") return RunBenchScale(std::vector<std::string>(argv.begin() + 1, argv.end()));
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
+                   "--threads", "--seed", "--block-dims", "--patches", "--max-iters", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
     std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch|scale [--backend cpu|cuda|all] [--min-rows 1e4]\n"
@@ -376,8 +442,11 @@ int RunBench(const std::vector<std::string>& argv) {
                  "detect: point-vs-triangle contact detection on random crowded box surfaces, time per\n"
                  "Detect() and per vertex.\n"
                  "fem: co-rotational FEM assembly per step on box meshes, time per assembly and per element.\n"
-                 "modes: COND on a soft FEM plate clamped at one edge for body-mode patch counts 1, 8, 32, 64\n"
-                 "(plates of --min-nodes 1e3 .. --max-nodes 1e4): iterations, setup, solve and iteration times.\n"
+                 "modes: COND on a soft FEM plate clamped at one edge for body-mode patch counts --patches 1,8,32,64\n"
+                 "(plates of --min-nodes 1e3 .. --max-nodes 1e4, at most --max-iters iterations): iterations, setup,\n"
+                 "solve and iteration times, one SpMV and the iteration in SpMVs (one cpu thread: iteration and SpMV\n"
+                 "in thread CPU time); on the cpu each also with the\n"
+                 "separate kernels instead of the fused passes (rows marked separate).\n"
                  "batch: env-steps/s of scenes packed N = 1, 2, 4, ... --max-envs (1024) environments per World\n"
                  "(--scenes a.json,b.json, default scenes/cable_winding.json,scenes/soft_mat_folding.json; seeds 0..N-1),\n"
                  "--steps K (5) steps after a warm-up step, median of --reps (3 for batch), cost per env-step vs the\n"
@@ -388,9 +457,11 @@ int RunBench(const std::vector<std::string>& argv) {
                  "(--max-cables N caps the batch).\n"
                  "solver: COND on mass-spring grids on a plane (theta_th 1e-8), iterations, times,\n"
                  "and the per-iteration cost in SpMVs of the same matrix.\n"
-                 "SpMV: 3x3-block 7-point grid matrices; on cuda every SpMV path (csr, bsr,\n"
-                 "rowloop) is measured. Columns: median time per op, GB/s of compulsory traffic,\n"
-                 "and that as a fraction of the backend's measured copy bandwidth.\n";
+                 "spmv: 7-point grid matrices of --block-dims 3,6 blocks (op spmvB; on the cpu also spmvBrt,\n"
+                 "the runtime-block-size loop); on cuda every SpMV path (csr, bsr, rowloop) is measured.\n"
+                 "Columns: median time per op, GB/s of compulsory traffic, and that as a fraction of the\n"
+                 "backend's copy bandwidth (cpu: one 256 MiB memcpy on the same threads, interleaved rep by rep\n"
+                 "with the products; cuda: a device copy of the vector; vector: the backend's Copy).\n";
     return args.Flag("--help") ? 0 : 2;
   }
   const std::string what = args.positional()[0];
@@ -429,8 +500,13 @@ int RunBench(const std::vector<std::string>& argv) {
                        Index(args.GetInt("--max-nodes", 1000000, 100, 100000000)), reps, threads, rng);
   }
   if (what == "modes") {
+    std::vector<Index> patch_counts;
+    std::stringstream list(args.Get("--patches", "1,8,32,64"));
+    for (std::string item; std::getline(list, item, ',');)
+      if (!item.empty()) patch_counts.push_back(Index(std::stol(item)));
     return BenchModes(configs, Index(args.GetInt("--min-nodes", 1000, 50, 100000000)),
-                      Index(args.GetInt("--max-nodes", 10000, 50, 100000000)), reps, threads);
+                      Index(args.GetInt("--max-nodes", 10000, 50, 100000000)), reps, threads, patch_counts,
+                      int(args.GetInt("--max-iters", 100000, 1, 100000000)));
   }
   if (what == "batch") {
     std::vector<std::string> scenes;
@@ -449,34 +525,88 @@ int RunBench(const std::vector<std::string>& argv) {
     return BenchSolver(configs, Index(args.GetInt("--min-dofs", 1000, 12, 100000000)),
                        Index(args.GetInt("--max-dofs", 1000000, 12, 100000000)), reps, threads, rng);
   }
+  std::vector<Index> block_dims;
+  std::stringstream dims_list(args.Get("--block-dims", what == "spmv" ? "3,6" : "3"));
+  for (std::string item; std::getline(dims_list, item, ',');) {
+    const long d = std::strtol(item.c_str(), nullptr, 10);
+    if (d < 1 || d > 64) throw Error("bench: --block-dims: '" + item + "' is not a block size in [1, 64]");
+    block_dims.push_back(Index(d));
+  }
   std::printf("%-26s %-8s %10s %12s %9s %8s\n", "backend", "op", "rows", "median_ms", "GB/s", "of_copy");
   for (Index rows = min_rows; rows <= max_rows; rows = rows > max_rows / 10 ? max_rows + 1 : rows * 10) {
-    const BlockMatrix host = GridMatrix(rows, rng);
-    const Index n = host.pattern.rows();
-    std::vector<Scalar> hx(static_cast<std::size_t>(n));
-    std::uniform_real_distribution<Scalar> u(-1, 1);
-    for (Scalar& v : hx) v = u(rng);
-    for (const auto& [choice, format] : configs) {
-      const Target target = MakeTarget(choice, format, threads);
-      Backend& b = *target.backend;
-      const std::string& name = target.name;
-      Array<Scalar> x(&b, hx), y(&b, hx), z(&b, n);
-      const double vbytes = double(n) * sizeof(Scalar);
-      const double copy_s = MedianSeconds(reps, b, [&] { b.Copy(x, &z); });
-      const double copy_gbs = 2 * vbytes / copy_s / 1e9;
-      Row(name, "copy", n, 2 * vbytes, copy_s, copy_gbs);
-      if (what == "spmv") {
-        auto a = b.CreateMatrix(host.pattern);
-        a->SetValues(host.values);
-        const BlockPattern& p = host.pattern;
-        // values + block column indices + row pointers + x once + y written
-        const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
-                             double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
-        Row(name, "spmv", n, bytes, MedianSeconds(reps, b, [&] { a->Multiply(1, x, 0, &y); }), copy_gbs);
-      } else {
-        Row(name, "axpby", n, 3 * vbytes, MedianSeconds(reps, b, [&] { b.Axpby(0.5, x, 0.5, &y); }), copy_gbs);
-        Row(name, "dot", n, 2 * vbytes, MedianSeconds(reps, b, [&] { b.Dot(x, y); }), copy_gbs);
-        Row(name, "maxabs", n, vbytes, MedianSeconds(reps, b, [&] { b.MaxAbs(x); }), copy_gbs);
+    for (Index bd : block_dims) {
+      const BlockMatrix host = GridMatrix(rows, rng, bd);
+      const Index n = host.pattern.rows();
+      std::vector<Scalar> hx(static_cast<std::size_t>(n));
+      std::uniform_real_distribution<Scalar> u(-1, 1);
+      for (Scalar& v : hx) v = u(rng);
+      for (const auto& [choice, format] : configs) {
+        const Target target = MakeTarget(choice, format, threads);
+        Backend& b = *target.backend;
+        const std::string& name = target.name;
+        Array<Scalar> x(&b, hx), y(&b, hx), z(&b, n);
+        const double vbytes = double(n) * sizeof(Scalar);
+        if (what == "spmv" && b.kind() == BackendKind::kCpu) {
+          // the floor (one 256 MiB memcpy on the same threads, apps/bandwidth.h), the dispatched
+          // product and the runtime-block-size loop every Multiply ran before the fixed sizes,
+          // interleaved rep by rep so that all three see the same load of a shared machine
+          auto a = b.CreateMatrix(host.pattern);
+          a->SetValues(host.values);
+          const BlockPattern& p = host.pattern;
+          const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
+                               double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
+          const BsrRowSpmvOp rt{bd, a->row_ptr().data(), a->col_idx().data(), a->values().data(), 1, x.data(), 0, y.data()};
+          CopyFloor floor(threads);
+          // one thread: the thread's CPU time (a descheduled interval of a loaded machine is not
+          // counted); more: wall time
+          const bool cpu_time = floor.threads() == 1;
+          auto now = [cpu_time] {
+            if (!cpu_time) return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+            timespec ts{};
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+            return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+          };
+          std::vector<double> t[3];
+          for (int r = -2; r < reps; ++r) {
+            double start = now();
+            floor.Copy();
+            const double c = now() - start;
+            start = now();
+            a->Multiply(1, x, 0, &y);
+            const double s_fixed = now() - start;
+            start = now();
+            cpu::ParallelFor(threads, p.block_rows, rt);
+            const double s_rt = now() - start;
+            if (r < 0) continue;  // warm-up
+            t[0].push_back(c);
+            t[1].push_back(s_fixed);
+            t[2].push_back(s_rt);
+          }
+          if (cpu_time) std::printf("# %s, block size %d: thread CPU time\n", name.c_str(), int(bd));
+          for (auto& v : t) std::sort(v.begin(), v.end());
+          const double copy_gbs = floor.bytes_moved() / t[0][t[0].size() / 2] / 1e9;
+          const std::string op = "spmv" + std::to_string(bd);
+          Row(name, "copy", Index(floor.bytes_moved() / 2 / sizeof(Scalar)), floor.bytes_moved(), t[0][t[0].size() / 2], copy_gbs);
+          Row(name, op, n, bytes, t[1][t[1].size() / 2], copy_gbs);
+          Row(name, op + "rt", n, bytes, t[2][t[2].size() / 2], copy_gbs);
+          continue;
+        }
+        const double copy_s = MedianSeconds(reps, b, [&] { b.Copy(x, &z); });
+        const double copy_gbs = 2 * vbytes / copy_s / 1e9;
+        Row(name, "copy", n, 2 * vbytes, copy_s, copy_gbs);
+        if (what == "spmv") {
+          auto a = b.CreateMatrix(host.pattern);
+          a->SetValues(host.values);
+          const BlockPattern& p = host.pattern;
+          // values + block column indices + row pointers + x once + y written
+          const double bytes = double(p.nnz()) * sizeof(Scalar) + double(p.nnz_blocks()) * sizeof(Index) +
+                               double(p.block_rows + 1) * sizeof(Index) + 2 * vbytes;
+          Row(name, "spmv" + std::to_string(bd), n, bytes, MedianSeconds(reps, b, [&] { a->Multiply(1, x, 0, &y); }), copy_gbs);
+        } else {
+          Row(name, "axpby", n, 3 * vbytes, MedianSeconds(reps, b, [&] { b.Axpby(0.5, x, 0.5, &y); }), copy_gbs);
+          Row(name, "dot", n, 2 * vbytes, MedianSeconds(reps, b, [&] { b.Dot(x, y); }), copy_gbs);
+          Row(name, "maxabs", n, vbytes, MedianSeconds(reps, b, [&] { b.MaxAbs(x); }), copy_gbs);
+        }
       }
     }
   }

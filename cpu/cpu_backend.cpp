@@ -28,7 +28,7 @@ class CpuBlockMatrix final : public DeviceBlockMatrix {
   void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) override {
     const BsrRowSpmvOp op{pattern_.block_dim, row_ptr_.data(), col_idx_.data(), values_.data(),
                           alpha, x, beta, y, row_active};
-    cpu::ParallelFor(threads_, pattern_.block_rows, op);
+    DispatchBsrRowSpmv(op, [&](const auto& f) { cpu::ParallelFor(threads_, pattern_.block_rows, f); });
   }
 
  private:

@@ -5,6 +5,11 @@
 
 namespace condsim::cpu {
 
+// the COND's fused theta pass folds the segmented reductions' chunks itself
+static_assert(CondChebyshevThetaCommitOp::kChunk == kReductionChunk &&
+                  CondChebyshevThetaCommitOp::kGrain == kDefaultGrain / kReductionChunk,
+              "CondChebyshevThetaCommitOp must cut SegmentedReduce's chunks");
+
 template <class Set>
 std::unique_ptr<Set> MakeKernels(Backend& backend) {
   return std::make_unique<KernelSetImpl<Exec, Set>>(Exec{CpuThreads(backend), backend.mutable_counters()});

@@ -322,10 +322,9 @@ void CudaBlockMatrix::OnValuesChanged() {
 void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) {
   // cuSPARSE computes every row (row_active only lets rows be skipped)
   if (format_ == SpmvFormat::kRowLoop) {
-    cuda::ParallelFor(pattern_.block_rows,
-                      BsrRowSpmvOp{pattern_.block_dim, row_ptr_.data(), col_idx_.data(),
-                                   values_.data(), alpha, x, beta, y, row_active},
-                      cuda_->stream());
+    const BsrRowSpmvOp op{pattern_.block_dim, row_ptr_.data(), col_idx_.data(),
+                          values_.data(), alpha, x, beta, y, row_active};
+    DispatchBsrRowSpmv(op, [&](const auto& f) { cuda::ParallelFor(pattern_.block_rows, f, cuda_->stream()); });
     return;
   }
   // beta == 0 must not read y (it may hold NaN): clear it, so cuSPARSE's beta*y is 0

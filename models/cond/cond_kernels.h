@@ -16,7 +16,8 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
-                       BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp> {
+                       BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp, CondResidualOp,
+                       CondChebyshevThetaCommitOp, CondRestoreOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -53,6 +54,9 @@ class CondKernels
     Run(nodes, EnvRowMaskOp{node_env, env_active, row_active});
   }
   void Permute(Index n, const Index* perm, const Scalar* x, Scalar* y) { Run(n, PermuteOp{perm, x, y}); }
+  void Residual(Index nodes, const CondResidualOp& op) { Run(nodes, op); }
+  void ChebyshevThetaCommit(Index chunks, const CondChebyshevThetaCommitOp& op) { Run(chunks, op); }
+  void Restore(Index n, const CondRestoreOp& op) { Run(n, op); }
   void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }
   void ChainSpike(Index chains, const ChainSpikeOp& op) { Run(chains, op); }

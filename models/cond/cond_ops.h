@@ -6,6 +6,7 @@
 #include "condsim/contacts.h"
 #include "condsim/core.h"
 #include "condsim/math.h"
+#include "condsim/vector_ops.h"
 #include "models/cond/projection.h"
 
 namespace condsim {
@@ -17,6 +18,89 @@ struct FpiStepOp {
   const Scalar* r;
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index k) const { u[k] = v[k] - w[k] * r[k]; }
+};
+
+// The fused passes of one iteration (CondSolver, the CPU): each reads its vectors once, one
+// parallel region per pass, with the same arithmetic and summation order as the separate
+// kernels they replace (bitwise their result).
+
+// one node (a 3-row block row of A): r = A v - b (the fixed-size SpMV's sums, BsrBlockRowSums,
+// then - b: bitwise the product followed by Axpby(-1, b, 1, r)) and, with w != nullptr, the W
+// step u = v - W r (eq. 20, FpiStepOp) of the same rows. Nodes of stopped environments
+// (row_active 0) are left as they are
+struct CondResidualOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* row_ptr;
+  const Index* col_idx;
+  const Scalar* values;
+  const Scalar* v;
+  const Scalar* b;
+  const unsigned char* row_active;  // null: every node
+  Scalar* r;
+  const Scalar* w;  // null: r only
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index node) const {
+    if (row_active != nullptr && row_active[node] == 0) return;
+    Scalar sum[3];
+    BsrBlockRowSums<3>(row_ptr, col_idx, values, v, node, sum);
+    const std::int64_t k0 = 3 * std::int64_t(node);
+    for (int d = 0; d < 3; ++d) {
+      const std::int64_t k = k0 + d;
+      r[k] = sum[d] - b[k];
+      if (w != nullptr) u[k] = v[k] - w[k] * r[k];
+    }
+  }
+};
+
+// one reduction chunk [chunk_begin[c], chunk_end[c]) of DOFs (the fixed chunks of
+// cpu::SegmentedReduce over the environments' DOF ranges, kChunk each): per DOF the Chebyshev
+// update of u (ChebyshevOp; nu_env == nullptr: none), d = u - v, partial[c] = sum of d^2 left
+// to right from 0 (theta^2's chunk, Alg. 1 line 12), and for running environments the commit
+// v_prev <- v, v <- u (CommitOp). The chunk sums folded in chunk order per environment give
+// bitwise SegmentedDot(u - v, u - v); an environment whose theta is not finite is restored
+// afterwards from v_prev (CondRestoreOp)
+struct CondChebyshevThetaCommitOp {
+  static constexpr Index kChunk = 4096;  // = cpu::kReductionChunk (checked in cpu/kernels_cpu.cpp)
+  static constexpr Index kGrain = 32;    // chunks per CPU thread at least: cpu::kDefaultGrain / kChunk
+  const Index* chunk_begin;
+  const Index* chunk_end;
+  const Index* node_env;
+  const Scalar* nu_env;
+  Scalar relax;
+  const unsigned char* env_active;
+  Scalar* u;
+  Scalar* v;
+  Scalar* v_prev;
+  Scalar* partial;
+  CONDSIM_HD_INLINE void operator()(Index c) const {
+    Scalar acc = 0;
+    for (Index k = chunk_begin[c]; k < chunk_end[c]; ++k) {
+      const Index e = node_env[k / 3];
+      if (nu_env != nullptr) {
+        const Scalar nu = nu_env[e];
+        if (nu != Scalar(1)) u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
+      }
+      const Scalar d = u[k] - v[k];
+      acc = acc + d * d;
+      if (env_active[e]) {
+        v_prev[k] = v[k];
+        v[k] = u[k];
+      }
+    }
+    partial[c] = acc;
+  }
+};
+
+// v <- v_prev on the DOFs of the flagged environments (undoes CondChebyshevThetaCommitOp's
+// commit where theta was not finite: the environment keeps its last finite iterate)
+struct CondRestoreOp {
+  const Index* node_env;
+  const unsigned char* env_flag;
+  const Scalar* v_prev;
+  Scalar* v;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (env_flag[node_env[k / 3]]) v[k] = v_prev[k];
+  }
 };
 
 // u += W Jc^T lambda for the contacts order[begin .. begin+n) of one color (no two share a node,

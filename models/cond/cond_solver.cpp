@@ -258,15 +258,42 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     ctx_.env_active = Array<unsigned char>(b, ctx_.num_envs);
     row_active_ = ctx_.num_envs > 1 ? Array<unsigned char>(b, nodes) : Array<unsigned char>();
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
+    PrepareFused(dof_offsets);
     step_.Resize();
     contacts_dirty_ = true;
     mass_dirty_ = true;
   }
+  fused_ = fused_layout_ && params_.fused_passes;
   if (mass_dirty_) PrepareMomentum();
   if (contacts_dirty_) {
     PrepareContacts();
     contacts_dirty_ = false;
   }
+}
+
+void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
+  fused_layout_ = backend_->kind() == BackendKind::kCpu && ctx_.env_perm.size() == 0;
+  if (!fused_layout_) return;
+  // cpu::SegmentedReduce's chunks: each environment's DOF range cut every kChunk DOFs
+  constexpr Index kChunk = CondChebyshevThetaCommitOp::kChunk;
+  std::vector<Index> begin, end;
+  first_chunk_.assign(dof_offsets.size(), 0);
+  for (std::size_t e = 0; e + 1 < dof_offsets.size(); ++e) {
+    first_chunk_[e] = Index(begin.size());
+    for (Index k = dof_offsets[e]; k < dof_offsets[e + 1]; k += kChunk) {
+      begin.push_back(k);
+      end.push_back(std::min(k + kChunk, dof_offsets[e + 1]));
+    }
+  }
+  first_chunk_.back() = Index(begin.size());
+  // the same layout again (a World re-prepares every step): keep the arrays
+  if (begin == chunk_begin_host_ && end == chunk_end_host_ && env_flag_.size() == ctx_.num_envs) return;
+  chunk_begin_host_ = begin;
+  chunk_end_host_ = end;
+  chunk_begin_ = Array<Index>(backend_, begin);
+  chunk_end_ = Array<Index>(backend_, end);
+  chunk_sum_ = Array<Scalar>(backend_, Index(begin.size()));
+  env_flag_ = Array<unsigned char>(backend_, ctx_.num_envs);
 }
 
 void CondSolver::PrepareContacts() {
@@ -307,7 +334,24 @@ void CondSolver::RespondToForces(const Array<Scalar>& b, bool before_sweep) {
   }
 }
 
-void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v) {
+bool CondSolver::Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v) {
+  if (!fused_) {
+    a.Multiply(1, v, 0, &ctx_.r, row_mask());
+    backend_->Axpby(-1, b, 1, &ctx_.r);
+    return false;
+  }
+  // the W step in the same pass when Iterate would start it from v with this W (step_.Update
+  // changes only a Barzilai-Borwein W)
+  const bool step = params_.step_size == StepSize::kFrobenius && !chains_.active() && !modes_.correcting() &&
+                    !(free_.correcting() && l > 0);
+  const Array<unsigned char>* mask = row_mask();
+  kernels_->Residual(ctx_.nodes, CondResidualOp{a.row_ptr().data(), a.col_idx().data(), a.values().data(), v.data(), b.data(),
+                                                mask != nullptr ? mask->data() : nullptr, ctx_.r.data(),
+                                                step ? ctx_.w.data() : nullptr, ctx_.u.data()});
+  return step;
+}
+
+void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, bool u_ready) {
   // the W step starts from v corrected in the body modes (v itself stays v^l for Chebyshev and
   // theta); v* = v - W r (eq. 20) with the chains' exact blocks where there are chains
   // (first the free bodies' whole motions, from the second iteration on: the first sweep decides
@@ -318,7 +362,7 @@ void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v) 
   const Array<Scalar>& start = *corrected;
   if (chains_.active()) {
     chains_.Step(start);
-  } else {
+  } else if (!u_ready) {
     kernels_->FpiStep(3 * ctx_.nodes, start.data(), ctx_.w.data(), ctx_.r.data(), ctx_.u.data());
   }
   // u = v* + W Jc^T lambda_prev; virtual nodes with their own Gamma answer the current forces
@@ -373,17 +417,38 @@ void CondSolver::Accelerate(int l, Loop* loop, const Array<Scalar>& v) {
     loop->host_scalar[e] = static_cast<Scalar>(nu);
   }
   env_scalar_.CopyFromHost(loop->host_scalar);
+  if (fused_) {
+    chebyshev_now_ = true;  // in Converge's pass
+    return;
+  }
   kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), env_scalar_.data(), static_cast<Scalar>(params_.chebyshev_relax),
                       v.data(), v_prev_.data(), ctx_.u.data());
 }
 
 void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   Backend& be = *backend_;
-  // theta_e = |v^{l+1} - v^l| per environment (Alg. 1 line 12)
-  be.Copy(ctx_.u, &diff_);
-  be.Axpby(-1, *v, 1, &diff_);
-  ctx_.EnvDot(diff_, diff_, &env_theta2_);
-  const std::vector<Scalar> theta2 = env_theta2_.ToHost();
+  // theta_e = |v^{l+1} - v^l| per environment (Alg. 1 line 12); fused: with the Chebyshev
+  // update before it and the commit after it in one pass, the chunks folded here in order
+  std::vector<Scalar> theta2;
+  if (fused_) {
+    const Index chunks = first_chunk_.back();
+    kernels_->ChebyshevThetaCommit(chunks, CondChebyshevThetaCommitOp{chunk_begin_.data(), chunk_end_.data(), ctx_.node_env.data(),
+                                                                      chebyshev_now_ ? env_scalar_.data() : nullptr,
+                                                                      static_cast<Scalar>(params_.chebyshev_relax),
+                                                                      ctx_.env_active.data(), ctx_.u.data(), v->data(),
+                                                                      v_prev_.data(), chunk_sum_.data()});
+    chebyshev_now_ = false;
+    const std::vector<Scalar> sums = chunk_sum_.ToHost();
+    theta2.assign(std::size_t(ctx_.num_envs), 0);
+    for (Index e = 0; e < ctx_.num_envs; ++e)
+      for (Index c = first_chunk_[e]; c < first_chunk_[e + 1]; ++c) theta2[e] = theta2[e] + sums[c];
+  } else {
+    be.Copy(ctx_.u, &diff_);
+    be.Axpby(-1, *v, 1, &diff_);
+    ctx_.EnvDot(diff_, diff_, &env_theta2_);
+    theta2 = env_theta2_.ToHost();
+  }
+  std::vector<unsigned char> failed;
   bool changed = false;
   double worst = 0;
   for (Index e = 0; e < ctx_.num_envs; ++e) {
@@ -392,6 +457,8 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
     if (!std::isfinite(theta)) {
       // divergence: this environment keeps its last finite iterate, the others go on
       st->failed_envs.push_back(e);
+      failed.resize(std::size_t(ctx_.num_envs), 0);
+      failed[e] = 1;
       loop->active[e] = 0;
       changed = true;
       --loop->running;
@@ -420,7 +487,13 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
     loop->theta_prev[e] = theta;
   }
   if (changed) SetActive(loop->active);
-  kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
+  if (!fused_) {
+    kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
+  } else if (!failed.empty()) {
+    // the pass committed every running environment: the failed ones take back v^l
+    env_flag_.CopyFromHost(failed);
+    kernels_->Restore(3 * ctx_.nodes, CondRestoreOp{ctx_.node_env.data(), env_flag_.data(), v_prev_.data(), v->data()});
+  }
   if (params_.record_history) st->history.push_back(worst);
   // environments below theta_th stop (Alg. 1 line 13); with the momentum check they first pass
   // it at the next iteration's r
@@ -510,20 +583,18 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
-    a.Multiply(1, *v, 0, &ctx_.r, row_mask());
-    backend_->Axpby(-1, b, 1, &ctx_.r);
+    const bool u_ready = Residual(l, a, b, *v);
     // the momentum check of the environments whose theta passed in the last iteration
     CheckMomentum(&loop, &st);
     if (loop.running == 0) break;
     step_.Update(l, *v, v_prev_);
-    Iterate(l, b, *v);
+    Iterate(l, b, *v, u_ready);
     Accelerate(l, &loop, *v);
     Converge(l, &loop, v, &st);
   }
   // at l_max the last iterate's momentum check needs one more r
   if (loop.any_pending) {
-    a.Multiply(1, *v, 0, &ctx_.r, row_mask());
-    backend_->Axpby(-1, b, 1, &ctx_.r);
+    Residual(params_.max_iterations, a, b, *v);
     CheckMomentum(&loop, &st);
   }
   backend_->Synchronize();

@@ -63,6 +63,8 @@ struct CondParams {
   double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
   double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
   bool record_history = false;     // keep the residual of every iteration in CondStats
+  bool fused_passes = true;        // the CPU's fused vector passes (bitwise the separate kernels;
+                                   // false: the separate kernels, for tests and profiles)
   bool body_modes = true;          // correct the motions of SetBodyModes patches exactly each
                                    // iteration (two-level W; docs/solver.md "Body modes")
   bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
@@ -147,7 +149,14 @@ class CondSolver {
   void PrepareContacts();
   // one iteration's new iterate u from v: the W step (eq. 20), then the contact step (Alg. 2,
   // eq. 24) with the components' answers before and after the sweeps
-  void Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v);
+  // (u_ready: the W step already ran in the residual pass)
+  void Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, bool u_ready);
+  // r = A v - b (the rows of running environments); returns whether it also computed the W
+  // step u = v - W r, which it does in the same pass when the fused passes run and the step
+  // starts from v itself with a fixed W (no body-mode correction, chains or Barzilai-Borwein)
+  bool Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v);
+  // the fused passes' chunk tables for this node layout (fused_ only)
+  void PrepareFused(const std::vector<Index>& dof_offsets);
   void RespondToForces(const Array<Scalar>& b, bool before_sweep);
   // Chebyshev (Alg. 3 lines 7-8) on u
   void Accelerate(int l, Loop* loop, const Array<Scalar>& v);
@@ -172,6 +181,18 @@ class CondSolver {
   // per DOF / per environment arrays of the loop
   Array<Scalar> v_prev_, diff_, env_scalar_, env_theta2_;
   Array<unsigned char> row_active_;  // per node: its environment still iterates (num_envs > 1)
+  // the fused passes (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp): on the CPU with
+  // environments stored contiguously, one pass each for r (+ the W step) and for Chebyshev +
+  // theta + commit instead of ~8 separate kernels; CUDA keeps the separate kernels and its own
+  // reductions. Chunks of the environments' DOF ranges, their theta^2 sums, the first chunk of
+  // each environment, and per environment a flag for CondRestoreOp
+  bool fused_layout_ = false;  // the backend and node layout allow them
+  bool fused_ = false;         // and this solve runs them (CondParams::fused_passes)
+  bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update to the fused pass
+  Array<Index> chunk_begin_, chunk_end_;
+  Array<Scalar> chunk_sum_;
+  std::vector<Index> first_chunk_, chunk_begin_host_, chunk_end_host_;
+  Array<unsigned char> env_flag_;
   // the momentum check: SetMassDiagonal's values, per body its DOF range, the masks of its
   // x, y, z DOFs with mass, its mass, its nodes with mass and its environment
   std::vector<Scalar> mass_host_;
