@@ -8,7 +8,7 @@
 #include "condsim/record.h"
 
 #define CONDSIM_RECORD_ARRAY_MEMBER(T, name) ::condsim::Array<T> name;
-#define CONDSIM_RECORD_ARRAY_UPLOAD(T, name) this->name = ::condsim::Array<T>(record_backend_, record_host_.name);
+#define CONDSIM_RECORD_ARRAY_UPLOAD(T, name) this->name.Assign(record_backend_, record_host_.name);
 #define CONDSIM_RECORD_ARRAY_VIEW(T, name) record_view_.name = this->name.data();
 #define CONDSIM_RECORD_ARRAYS(Name, View, FIELDS)                       \
   struct Name {                                                         \

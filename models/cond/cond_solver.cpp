@@ -140,8 +140,9 @@ void CondSolver::SetContacts(const ContactSet& contacts) {
   ctx_.color_ptr = coloring.color_ptr;
   ctx_.color_order_host = coloring.order;
   ctx_.contacts.Upload(backend_, contacts);
-  ctx_.order = Array<Index>(backend_, coloring.order);
-  ctx_.lambda = Array<Scalar>(backend_, std::vector<Scalar>(contacts.frame.size() / 3, Scalar(0)));
+  ctx_.order.Assign(backend_, coloring.order);
+  ctx_.lambda.Resize(backend_, CheckedIndex(contacts.frame.size() / 3, "contacts: impulses"));
+  backend_->Fill(0, &ctx_.lambda);
   contacts_dirty_ = true;
 }
 
@@ -216,9 +217,9 @@ void CondSolver::PrepareMomentum() {
       }
     }
   }
-  for (int d = 0; d < 3; ++d) body_mask_[d] = Array<Scalar>(backend_, mask[d]);
-  body_offsets_ = SegmentOffsets(backend_, offsets);
-  body_sum_ = Array<Scalar>(backend_, Index(nb));
+  for (int d = 0; d < 3; ++d) body_mask_[d].Assign(backend_, mask[d]);
+  body_offsets_.Assign(backend_, offsets);
+  body_sum_.Resize(backend_, Index(nb));
 }
 
 void CondSolver::Prepare(DeviceBlockMatrix& a) {
@@ -239,24 +240,25 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     std::vector<Index> dof_offsets(std::size_t(ctx_.num_envs) + 1, 0);
     for (Index e : node_env) dof_offsets[std::size_t(e) + 1] += 3;
     for (Index e = 0; e < ctx_.num_envs; ++e) dof_offsets[e + 1] += dof_offsets[e];
-    ctx_.node_env = Array<Index>(b, node_env);
-    ctx_.dof_offsets = SegmentOffsets(b, dof_offsets);
+    // the arrays keep their memory when the node count changes (Array::Resize)
+    ctx_.node_env.Assign(b, node_env);
+    ctx_.dof_offsets.Assign(b, dof_offsets);
     // interleaved environments: the DOFs grouped by environment, each in its own order
-    ctx_.env_perm = Array<Index>();
+    ctx_.env_perm.Resize(b, 0);
     if (!std::is_sorted(node_env.begin(), node_env.end())) {
       std::vector<Index> perm(static_cast<std::size_t>(n));
       std::vector<Index> next(dof_offsets.begin(), dof_offsets.end() - 1);
       for (Index k = 0; k < nodes; ++k)
         for (int d = 0; d < 3; ++d) perm[std::size_t(next[std::size_t(node_env[std::size_t(k)])]++)] = 3 * k + d;
-      ctx_.env_perm = Array<Index>(b, perm);
-      ctx_.perm_x = Array<Scalar>(b, n);
-      ctx_.perm_y = Array<Scalar>(b, n);
+      ctx_.env_perm.Assign(b, perm);
+      ctx_.perm_x.Resize(b, n);
+      ctx_.perm_y.Resize(b, n);
     }
-    for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) *x = Array<Scalar>(b, n);
-    env_scalar_ = Array<Scalar>(b, ctx_.num_envs);
-    env_theta2_ = Array<Scalar>(b, ctx_.num_envs);
-    ctx_.env_active = Array<unsigned char>(b, ctx_.num_envs);
-    row_active_ = ctx_.num_envs > 1 ? Array<unsigned char>(b, nodes) : Array<unsigned char>();
+    for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) x->Resize(b, n);
+    env_scalar_.Resize(b, ctx_.num_envs);
+    env_theta2_.Resize(b, ctx_.num_envs);
+    ctx_.env_active.Resize(b, ctx_.num_envs);
+    row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
     step_.Resize();
     contacts_dirty_ = true;
@@ -285,7 +287,7 @@ void CondSolver::PrepareContacts() {
     c->MarkContactNodes(&contact);
   }
   step_.Group(ctx_.own_gamma_host);
-  ctx_.in_contact = Array<unsigned char>(backend_, contact);
+  ctx_.in_contact.Assign(backend_, contact);
   ctx_.in_contact_host = std::move(contact);
   for (CondComponent* c : parts_)
     if (c->active()) c->OnContacts();
