@@ -136,6 +136,8 @@ TEST(ResidentStep, ShippedScenesAllocateOnceAndTransferLittle) {
                 static_cast<long long>(allocations), static_cast<long long>(loop_uploads),
                 static_cast<long long>(loop_downloads), static_cast<long long>(iterations));
     EXPECT_EQ(allocations, 0);
+    EXPECT_LE(loop_uploads, solves);
+    EXPECT_LE(double(loop_downloads), 1.1 * double(iterations));
   }
 }
 

@@ -220,6 +220,7 @@ void CondSolver::PrepareMomentum() {
   for (int d = 0; d < 3; ++d) body_mask_[d].Assign(backend_, mask[d]);
   body_offsets_.Assign(backend_, offsets);
   body_sum_.Resize(backend_, Index(nb));
+  body_sum3_.Resize(backend_, 3 * Index(nb));
 }
 
 void CondSolver::Prepare(DeviceBlockMatrix& a) {
@@ -374,8 +375,16 @@ void CondSolver::Accelerate(int l, Loop* loop, const Array<Scalar>& v) {
     }
     loop->host_scalar[e] = static_cast<Scalar>(nu);
   }
-  env_scalar_.CopyFromHost(loop->host_scalar);
-  kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), env_scalar_.data(), static_cast<Scalar>(params_.chebyshev_relax),
+  // one environment: nu is the kernel's argument (no upload per iteration; nu = 1 changes
+  // nothing); a batch uploads its nu per environment
+  const Scalar* nu_env = nullptr;
+  if (ctx_.num_envs == 1) {
+    if (loop->host_scalar[0] == Scalar(1)) return;
+  } else {
+    env_scalar_.CopyFromHost(loop->host_scalar);
+    nu_env = env_scalar_.data();
+  }
+  kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), nu_env, loop->host_scalar[0], static_cast<Scalar>(params_.chebyshev_relax),
                       v.data(), v_prev_.data(), ctx_.u.data());
 }
 
@@ -455,11 +464,18 @@ void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
   // however stiff the body is (eq. 9: M-hat (v - v*) summed over the body = F when K 1 = 0);
   // theta_p^2 = sum_b n_b |F_b / M_b|^2, the 2-norm of that velocity over the body's n_b nodes
   // (comparable with theta)
+  // the three components' sums side by side on the backend, read in one download
   std::vector<double> p2(std::size_t(ctx_.num_envs), 0);
+  const std::size_t nb = body_mass_.size();
   for (int d = 0; d < 3; ++d) {
     be.SegmentedDot(diff_, body_mask_[d], body_offsets_, &body_sum_);
-    const std::vector<Scalar> f = body_sum_.ToHost();
-    for (std::size_t b = 0; b < f.size(); ++b)
+    if (nb > 0) be.CopyWithin(body_sum3_.data() + d * nb, body_sum_.data(), sizeof(Scalar) * nb);
+  }
+  body_sum_host_.resize(3 * nb);
+  if (nb > 0) be.CopyToHost(body_sum_host_.data(), body_sum3_.data(), sizeof(Scalar) * 3 * nb);
+  for (int d = 0; d < 3; ++d) {
+    const Scalar* f = body_sum_host_.data() + d * nb;
+    for (std::size_t b = 0; b < nb; ++b)
       if (body_mass_[b] > 0) p2[std::size_t(body_env_[b])] += body_nodes_[b] * std::pow(double(f[b]) / body_mass_[b], 2);
   }
   const double bound = params_.momentum_factor * params_.theta_threshold;

@@ -177,7 +177,8 @@ class CondSolver {
   std::vector<Scalar> mass_host_;
   std::vector<Index> body_start_;
   SegmentOffsets body_offsets_;
-  Array<Scalar> body_mask_[3], body_sum_;
+  Array<Scalar> body_mask_[3], body_sum_, body_sum3_;  // body_sum3_: the 3 components' sums, read at once
+  std::vector<Scalar> body_sum_host_;
   std::vector<double> body_mass_, body_nodes_;
   std::vector<Index> body_env_;
   bool mass_dirty_ = false;
