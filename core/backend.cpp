@@ -178,6 +178,13 @@ SegmentOffsets::SegmentOffsets(Backend* backend, const std::vector<Index>& host)
   array_ = Array<Index>(backend, host_);
 }
 
+void SegmentOffsets::Assign(Backend* backend, const std::vector<Index>& host) {
+  if (host == host_ && array_.backend() == backend && array_.size() == Index(host.size())) return;
+  CheckOffsetOrder(host);
+  host_ = host;
+  array_.Assign(backend, host_);
+}
+
 void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const SegmentOffsets& offsets, Array<Scalar>* out) {
   CheckSameBackend(this, x.backend(), "SegmentedDot: x");
   CheckSameBackend(this, y.backend(), "SegmentedDot: y");
@@ -231,6 +238,23 @@ void DeviceBlockMatrix::SetValues(const std::vector<Scalar>& host_values) {
                 "SetValues: got " << host_values.size() << " values, the pattern holds "
                                   << pattern_.nnz());
   mutable_values().CopyFromHost(host_values);
+}
+
+void DeviceBlockMatrix::SetPattern(const BlockPattern& pattern) {
+  CONDSIM_CHECK(pattern.block_dim == pattern_.block_dim,
+                "SetPattern: block size " << pattern.block_dim << ", the matrix has " << pattern_.block_dim);
+  ++generation_;
+  if (pattern.block_rows == pattern_.block_rows && pattern.block_cols == pattern_.block_cols &&
+      pattern.row_ptr == pattern_.row_ptr && pattern.col_idx == pattern_.col_idx)
+    return;
+  pattern.Validate();
+  pattern_ = pattern;
+  row_ptr_.Assign(nullptr, pattern_.row_ptr);
+  col_idx_.Assign(nullptr, pattern_.col_idx);
+  values_.Resize(CheckedIndex(std::size_t(pattern_.nnz()), "matrix: scalar entries"));
+  values_changed_ = true;
+  ++pattern_version_;
+  OnPatternChanged();
 }
 
 void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y,

@@ -87,10 +87,14 @@ class CudaBlockMatrix final : public DeviceBlockMatrix {
 
  protected:
   void OnValuesChanged() override;
+  void OnPatternChanged() override { BuildPattern(); }
   void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) override;
 
  private:
   CudaBackend* cuda_;
+  // the CSR expansion and the cuSPARSE descriptor of pattern_ (the arrays keep their memory)
+  void BuildPattern();
+
   SpmvFormat format_;
   cusparseSpMatDescr_t descr_ = nullptr;
   // scalar CSR expansion (format kCsr only)
@@ -269,7 +273,16 @@ class CudaBackend final : public Backend {
 CudaBlockMatrix::CudaBlockMatrix(CudaBackend* backend, const BlockPattern& pattern,
                                  SpmvFormat format)
     : DeviceBlockMatrix(backend, pattern), cuda_(backend), format_(format) {
+  BuildPattern();
+}
+
+void CudaBlockMatrix::BuildPattern() {
+  const BlockPattern& pattern = pattern_;
   const Index bd = pattern.block_dim;
+  if (descr_ != nullptr) {
+    cusparseDestroySpMat(descr_);  // host-side: the arrays it named stay
+    descr_ = nullptr;
+  }
   if (format_ == SpmvFormat::kCsr) {
     // scalar CSR: row (r, i) lists block k's row i for each block k of block row r
     const std::int64_t nnz = pattern.nnz();
@@ -289,10 +302,10 @@ CudaBlockMatrix::CudaBlockMatrix(CudaBackend* backend, const BlockPattern& patte
         row_ptr[std::size_t(r) * bd + i + 1] = static_cast<Index>(col.size());
       }
     }
-    csr_row_ptr_ = Array<Index>(backend, row_ptr);
-    csr_col_ = Array<Index>(backend, col);
-    csr_from_bsr_ = Array<Index>(backend, map);
-    csr_values_ = Array<Scalar>(backend, static_cast<Index>(nnz));
+    csr_row_ptr_.Assign(cuda_, row_ptr);
+    csr_col_.Assign(cuda_, col);
+    csr_from_bsr_.Assign(cuda_, map);
+    csr_values_.Resize(cuda_, static_cast<Index>(nnz));
     CONDSIM_CUSPARSE_CHECK(cusparseCreateCsr(
         &descr_, pattern.rows(), pattern.cols(), nnz, csr_row_ptr_.data(), csr_col_.data(),
         csr_values_.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -183,6 +185,7 @@ class Array {
   Array(Backend* backend, Index n) : backend_(backend), size_(n) {
     CONDSIM_CHECK(n >= 0, "array size must be non-negative, got " << n);
     if (n > 0) data_ = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(n)));
+    capacity_ = n;
   }
   Array(Backend* backend, const std::vector<T>& host)
       : Array(backend, CheckedIndex(host.size(), "array size")) {
@@ -196,11 +199,43 @@ class Array {
       backend_ = std::exchange(other.backend_, nullptr);
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
+      capacity_ = std::exchange(other.capacity_, 0);
     }
     return *this;
   }
   Array(const Array&) = delete;
   Array& operator=(const Array&) = delete;
+
+  // capacity-managed reuse (a step's arrays keep their memory from step to step): n entries on
+  // `backend` (null: the array's own; an array on another backend is released first), keeping
+  // the allocation when it holds n, else one allocation of max(1.5 n, 2 capacity, 16) entries
+  // (headroom: sizes that change with the contacts grow a few times, then stay; the capacity
+  // never shrinks). The entries are unspecified afterwards (not kept across a reallocation).
+  void Resize(Backend* backend, Index n) {
+    CONDSIM_CHECK(n >= 0, "array size must be non-negative, got " << n);
+    if (backend != nullptr && backend != backend_) {
+      Release();
+      backend_ = backend;
+    }
+    CONDSIM_CHECK(backend_ != nullptr || n == 0, "Array::Resize: no backend");
+    if (n > capacity_) {
+      const Index big = std::numeric_limits<Index>::max() / 2;
+      const Index grown = n > big || capacity_ > big / 2 ? n : std::max({n + n / 2, 2 * capacity_, Index(16)});
+      T* fresh = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(grown)));
+      if (data_ != nullptr) backend_->Free(data_);
+      data_ = fresh;
+      capacity_ = grown;
+    }
+    size_ = n;
+  }
+  void Resize(Index n) { Resize(nullptr, n); }
+  // Resize(backend, host.size()) and the host's entries uploaded (one upload when non-empty)
+  void Assign(Backend* backend, const std::vector<T>& host) {
+    Resize(backend, CheckedIndex(host.size(), "array size"));
+    CopyFromHost(host);
+  }
+  // entries the allocation holds (>= size())
+  Index capacity() const { return capacity_; }
 
   Index size() const { return size_; }
   T* data() { return data_; }
@@ -223,11 +258,13 @@ class Array {
     if (data_ != nullptr) backend_->Free(data_);
     data_ = nullptr;
     size_ = 0;
+    capacity_ = 0;
   }
 
   Backend* backend_ = nullptr;
   T* data_ = nullptr;
   Index size_ = 0;
+  Index capacity_ = 0;
 };
 
 // the segment offsets of segmented reductions (nondecreasing from 0), checked once and kept on
@@ -237,6 +274,9 @@ class SegmentOffsets {
   SegmentOffsets() = default;
   // throws condsim::Error naming the first bad entry
   SegmentOffsets(Backend* backend, const std::vector<Index>& host);
+  // the same offsets again (checked), keeping the array's memory; nothing is uploaded when they
+  // equal the current ones
+  void Assign(Backend* backend, const std::vector<Index>& host);
   const Array<Index>& array() const { return array_; }
   const std::vector<Index>& host() const { return host_; }
   Index num_segments() const { return host_.empty() ? 0 : static_cast<Index>(host_.size()) - 1; }
@@ -260,6 +300,16 @@ class DeviceBlockMatrix {
     return values_;
   }
   void SetValues(const std::vector<Scalar>& host_values);
+  // a new pattern (same block size) for the coming products; nothing happens when it equals
+  // the current one, else the arrays keep their memory where it holds the new sizes (no
+  // allocation when the pattern does not grow) and the backend rebuilds what it derives from the
+  // pattern (OnPatternChanged). The values are unspecified afterwards.
+  void SetPattern(const BlockPattern& pattern);
+  // what caches of this matrix key on: pattern_version() changes when SetPattern changed the
+  // pattern (positions of blocks), generation() on every SetPattern call (a new system, e.g. a
+  // new step's: as a new matrix object would be)
+  std::uint64_t pattern_version() const { return pattern_version_; }
+  std::uint64_t generation() const { return generation_; }
   // y = alpha A x + beta y; y is not read when beta == 0; y may not alias x. With row_active
   // (one flag per block row), the rows of block rows flagged 0 need not be computed: the CPU and
   // the row-loop CUDA path leave them as they are, cuSPARSE computes them (batched solves skip
@@ -273,6 +323,8 @@ class DeviceBlockMatrix {
   DeviceBlockMatrix(Backend* backend, const BlockPattern& pattern);
   // values_ changed since the last product (e.g. regather a CSR copy)
   virtual void OnValuesChanged() {}
+  // pattern_, row_ptr_, col_idx_ and the size of values_ changed (SetPattern)
+  virtual void OnPatternChanged() {}
   // row_active: null, or one flag per block row (see Multiply)
   virtual void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) = 0;
 
@@ -283,6 +335,7 @@ class DeviceBlockMatrix {
 
  private:
   bool values_changed_ = true;
+  std::uint64_t pattern_version_ = 0, generation_ = 0;
 };
 
 // a backend with the reason it was chosen (e.g. "auto: no CUDA device (…), using cpu")

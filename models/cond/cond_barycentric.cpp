@@ -84,7 +84,7 @@ void CondBarycentric::OnContacts() {
       auto it = std::lower_bound(hosts.begin(), hosts.end(), node);
       if (node >= 0 && it != hosts.end() && *it == node) load[it - hosts.begin()] += 1;
     }
-  arrays_.hload = Array<Scalar>(ctx_->backend, load);
+  arrays_.hload.Assign(ctx_->backend, load);
 }
 
 void CondBarycentric::RowSums(DeviceBlockMatrix& a, const FrobeniusSums& sums) {

@@ -234,14 +234,12 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   }
   arrays_.Upload(ctx_->backend, used);
   Backend* b = ctx_->backend;
-  if (t_.size() < 18 * used.t_ptr.back()) t_ = Array<Scalar>(b, 18 * used.t_ptr.back());
-  if (ac_.size() != used.c_off.back()) ac_ = Array<Scalar>(b, used.c_off.back());
-  if (dv_.size() != 6 * num_patches_) {
-    g_ = Array<Scalar>(b, 6 * num_patches_);
-    dv_ = Array<Scalar>(b, 6 * num_patches_);
-  }
-  if (free_) loaded_ = Array<unsigned char>(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
-  if (v_keep_.size() != 3 * ctx_->nodes) v_keep_ = Array<Scalar>(b, 3 * ctx_->nodes);
+  if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
+  ac_.Resize(b, used.c_off.back());
+  g_.Resize(b, 6 * num_patches_);
+  dv_.Resize(b, 6 * num_patches_);
+  if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
+  v_keep_.Resize(b, 3 * ctx_->nodes);
   // T = A Z per listed node, A_c = Z^T A Z per body; the inverses on the host
   const BodyModeView view = arrays_.view();
   ctx_->kernels->BodyModeProduct(rows_, BodyModeProductOp{view, listed_, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});

@@ -32,7 +32,8 @@ void CondChains::Check() const {
 
 void CondChains::Prepare(DeviceBlockMatrix& a) {
   const Index chains = static_cast<Index>(ptr_.size()) - 1;
-  if (dirty_ || matrix_ != &a) {
+  // the band positions depend on A's pattern (rebuilt when the World's system changes it)
+  if (dirty_ || matrix_ != &a || pattern_version_ != a.pattern_version()) {
     Check();
     const BlockPattern& p = a.pattern();
     ChainHost host;
@@ -51,14 +52,15 @@ void CondChains::Prepare(DeviceBlockMatrix& a) {
           CheckedIndex(std::size_t(host.factor_offset[c]) + len * std::size_t(ChainBandwidth(band_) + 1), "chain factor size");
     }
     arrays_.Upload(ctx_->backend, host);
-    factor_ = Array<Scalar>(ctx_->backend, host.factor_offset.back());
+    factor_.Resize(ctx_->backend, host.factor_offset.back());
     const Index bw = ChainBandwidth(band_);
-    spike_ = Array<Scalar>(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainSpikeStride(bw)), "chain spike size"));
-    edge_ = Array<Scalar>(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainEdgeStride(bw)), "chain edge size"));
-    work_ = Array<Scalar>(ctx_->backend, CheckedIndex(3 * nodes_.size(), "chain work size"));
-    ok_ = Array<unsigned char>(ctx_->backend, chains);
-    d_ = Array<Scalar>(ctx_->backend, 3 * ctx_->nodes);
+    spike_.Resize(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainSpikeStride(bw)), "chain spike size"));
+    edge_.Resize(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainEdgeStride(bw)), "chain edge size"));
+    work_.Resize(ctx_->backend, CheckedIndex(3 * nodes_.size(), "chain work size"));
+    ok_.Resize(ctx_->backend, chains);
+    d_.Resize(ctx_->backend, 3 * ctx_->nodes);
     matrix_ = &a;
+    pattern_version_ = a.pattern_version();
     dirty_ = false;
   }
   ctx_->kernels->ChainFactor(chains, ChainFactorOp{View(), a.values().data(), factor_.data(), ok_.data()});

@@ -34,6 +34,7 @@ class CondChains : public CondComponent {
   Index band_ = 0;
   bool dirty_ = false;
   const DeviceBlockMatrix* matrix_ = nullptr;
+  std::uint64_t pattern_version_ = 0;  // of matrix_ when the band positions were found
   ChainArrays arrays_;
   Array<Scalar> factor_, d_;
   Array<Scalar> spike_, edge_, work_;  // the partitioned solve's spikes, tails/heads and scratch

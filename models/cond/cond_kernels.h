@@ -31,9 +31,9 @@ class CondKernels
              Scalar* u) {
     Run(count, ContactSweepOp{c, order, begin, w, env_active, omega, projection, lambda, u});
   }
-  void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar relax,
+  void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar nu_all, Scalar relax,
                  const Scalar* v, const Scalar* v_prev, Scalar* u) {
-    Run(n, ChebyshevOp{node_env, nu_env, relax, v, v_prev, u});
+    Run(n, ChebyshevOp{node_env, nu_env, nu_all, relax, v, v_prev, u});
   }
   void Commit(Index n, const Index* node_env, const unsigned char* env_active, const Scalar* u,
               Scalar* v, Scalar* v_prev) {

@@ -65,7 +65,9 @@ struct CondChebyshevThetaCommitOp {
   const Index* chunk_begin;
   const Index* chunk_end;
   const Index* node_env;
-  const Scalar* nu_env;
+  bool accelerate;       // the Chebyshev update first (eq. 38), with
+  const Scalar* nu_env;  // nu per environment, or (null)
+  Scalar nu_all;         // one nu for all
   Scalar relax;
   const unsigned char* env_active;
   Scalar* u;
@@ -76,8 +78,8 @@ struct CondChebyshevThetaCommitOp {
     Scalar acc = 0;
     for (Index k = chunk_begin[c]; k < chunk_end[c]; ++k) {
       const Index e = node_env[k / 3];
-      if (nu_env != nullptr) {
-        const Scalar nu = nu_env[e];
+      if (accelerate) {
+        const Scalar nu = nu_env != nullptr ? nu_env[e] : nu_all;
         if (nu != Scalar(1)) u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
       }
       const Scalar d = u[k] - v[k];
@@ -163,16 +165,18 @@ struct ContactSweepOp {
 };
 
 // Chebyshev semi-iteration (Alg. 3 line 8, eq. 38) with under-relaxation: per DOF,
-//   u <- nu (relax (u - v) + v - v_prev) + v_prev,  nu = nu_env[env of the node]
+//   u <- nu (relax (u - v) + v - v_prev) + v_prev,  nu = nu_env[env of the node], or nu_all
+//   when nu_env is null (one environment: nu passed by value, nothing uploaded)
 struct ChebyshevOp {
   const Index* node_env;
   const Scalar* nu_env;
+  Scalar nu_all;
   Scalar relax;
   const Scalar* v;
   const Scalar* v_prev;
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index k) const {
-    const Scalar nu = nu_env[node_env[k / 3]];
+    const Scalar nu = nu_env != nullptr ? nu_env[node_env[k / 3]] : nu_all;
     if (nu == Scalar(1)) return;
     u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
   }

@@ -55,8 +55,8 @@ void CondRigidGroups::Set(const RigidGroups& g) {
   h.kv = g.kv;
   arrays_.Upload(ctx_->backend, h);
   host_ = std::move(h);
-  v_o_ = Array<Scalar>(ctx_->backend, 6 * std::max<Index>(nb, 1));  // RigidContactSweepOp's group velocities
-  d_ = Array<Scalar>(ctx_->backend, host_.node.size());  // d_v: OnContacts, once the swept contacts are known
+  v_o_.Resize(ctx_->backend, 6 * std::max<Index>(nb, 1));  // RigidContactSweepOp's group velocities
+  d_.Resize(ctx_->backend, CheckedIndex(host_.node.size(), "rigid: nodes"));  // d_v: OnContacts, once the swept contacts are known
 }
 
 void CondRigidGroups::Check() const {
@@ -217,7 +217,7 @@ void CondRigidGroups::OnContacts() {
       if (!own[ctx_->color_order_host[k]]) order.push_back(ctx_->color_order_host[k]);
     sweep_color_ptr_.push_back(static_cast<Index>(order.size()));
   }
-  sweep_order_ = Array<Index>(ctx_->backend, order);
+  sweep_order_.Assign(ctx_->backend, order);
 }
 
 }  // namespace condsim

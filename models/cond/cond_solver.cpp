@@ -140,8 +140,9 @@ void CondSolver::SetContacts(const ContactSet& contacts) {
   ctx_.color_ptr = coloring.color_ptr;
   ctx_.color_order_host = coloring.order;
   ctx_.contacts.Upload(backend_, contacts);
-  ctx_.order = Array<Index>(backend_, coloring.order);
-  ctx_.lambda = Array<Scalar>(backend_, std::vector<Scalar>(contacts.frame.size() / 3, Scalar(0)));
+  ctx_.order.Assign(backend_, coloring.order);
+  ctx_.lambda.Resize(backend_, CheckedIndex(contacts.frame.size() / 3, "contacts: impulses"));
+  backend_->Fill(0, &ctx_.lambda);
   contacts_dirty_ = true;
 }
 
@@ -216,9 +217,10 @@ void CondSolver::PrepareMomentum() {
       }
     }
   }
-  for (int d = 0; d < 3; ++d) body_mask_[d] = Array<Scalar>(backend_, mask[d]);
-  body_offsets_ = SegmentOffsets(backend_, offsets);
-  body_sum_ = Array<Scalar>(backend_, Index(nb));
+  for (int d = 0; d < 3; ++d) body_mask_[d].Assign(backend_, mask[d]);
+  body_offsets_.Assign(backend_, offsets);
+  body_sum_.Resize(backend_, Index(nb));
+  body_sum3_.Resize(backend_, 3 * Index(nb));
 }
 
 void CondSolver::Prepare(DeviceBlockMatrix& a) {
@@ -239,24 +241,25 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     std::vector<Index> dof_offsets(std::size_t(ctx_.num_envs) + 1, 0);
     for (Index e : node_env) dof_offsets[std::size_t(e) + 1] += 3;
     for (Index e = 0; e < ctx_.num_envs; ++e) dof_offsets[e + 1] += dof_offsets[e];
-    ctx_.node_env = Array<Index>(b, node_env);
-    ctx_.dof_offsets = SegmentOffsets(b, dof_offsets);
+    // the arrays keep their memory when the node count changes (Array::Resize)
+    ctx_.node_env.Assign(b, node_env);
+    ctx_.dof_offsets.Assign(b, dof_offsets);
     // interleaved environments: the DOFs grouped by environment, each in its own order
-    ctx_.env_perm = Array<Index>();
+    ctx_.env_perm.Resize(b, 0);
     if (!std::is_sorted(node_env.begin(), node_env.end())) {
       std::vector<Index> perm(static_cast<std::size_t>(n));
       std::vector<Index> next(dof_offsets.begin(), dof_offsets.end() - 1);
       for (Index k = 0; k < nodes; ++k)
         for (int d = 0; d < 3; ++d) perm[std::size_t(next[std::size_t(node_env[std::size_t(k)])]++)] = 3 * k + d;
-      ctx_.env_perm = Array<Index>(b, perm);
-      ctx_.perm_x = Array<Scalar>(b, n);
-      ctx_.perm_y = Array<Scalar>(b, n);
+      ctx_.env_perm.Assign(b, perm);
+      ctx_.perm_x.Resize(b, n);
+      ctx_.perm_y.Resize(b, n);
     }
-    for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) *x = Array<Scalar>(b, n);
-    env_scalar_ = Array<Scalar>(b, ctx_.num_envs);
-    env_theta2_ = Array<Scalar>(b, ctx_.num_envs);
-    ctx_.env_active = Array<unsigned char>(b, ctx_.num_envs);
-    row_active_ = ctx_.num_envs > 1 ? Array<unsigned char>(b, nodes) : Array<unsigned char>();
+    for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) x->Resize(b, n);
+    env_scalar_.Resize(b, ctx_.num_envs);
+    env_theta2_.Resize(b, ctx_.num_envs);
+    ctx_.env_active.Resize(b, ctx_.num_envs);
+    row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
     PrepareFused(dof_offsets);
     step_.Resize();
@@ -312,7 +315,7 @@ void CondSolver::PrepareContacts() {
     c->MarkContactNodes(&contact);
   }
   step_.Group(ctx_.own_gamma_host);
-  ctx_.in_contact = Array<unsigned char>(backend_, contact);
+  ctx_.in_contact.Assign(backend_, contact);
   ctx_.in_contact_host = std::move(contact);
   for (CondComponent* c : parts_)
     if (c->active()) c->OnContacts();
@@ -416,12 +419,23 @@ void CondSolver::Accelerate(int l, Loop* loop, const Array<Scalar>& v) {
     }
     loop->host_scalar[e] = static_cast<Scalar>(nu);
   }
-  env_scalar_.CopyFromHost(loop->host_scalar);
+  // one environment: nu is the kernel's argument (no upload per iteration; nu = 1 changes
+  // nothing); a batch uploads its nu per environment
+  const Scalar* nu_env = nullptr;
+  if (ctx_.num_envs == 1) {
+    if (loop->host_scalar[0] == Scalar(1)) return;
+  } else {
+    env_scalar_.CopyFromHost(loop->host_scalar);
+    nu_env = env_scalar_.data();
+  }
   if (fused_) {
-    chebyshev_now_ = true;  // in Converge's pass
+    // in Converge's pass
+    chebyshev_now_ = true;
+    chebyshev_nu_env_ = nu_env;
+    chebyshev_nu_all_ = loop->host_scalar[0];
     return;
   }
-  kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), env_scalar_.data(), static_cast<Scalar>(params_.chebyshev_relax),
+  kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), nu_env, loop->host_scalar[0], static_cast<Scalar>(params_.chebyshev_relax),
                       v.data(), v_prev_.data(), ctx_.u.data());
 }
 
@@ -433,7 +447,7 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   if (fused_) {
     const Index chunks = first_chunk_.back();
     kernels_->ChebyshevThetaCommit(chunks, CondChebyshevThetaCommitOp{chunk_begin_.data(), chunk_end_.data(), ctx_.node_env.data(),
-                                                                      chebyshev_now_ ? env_scalar_.data() : nullptr,
+                                                                      chebyshev_now_, chebyshev_nu_env_, chebyshev_nu_all_,
                                                                       static_cast<Scalar>(params_.chebyshev_relax),
                                                                       ctx_.env_active.data(), ctx_.u.data(), v->data(),
                                                                       v_prev_.data(), chunk_sum_.data()});
@@ -526,11 +540,18 @@ void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
   // however stiff the body is (eq. 9: M-hat (v - v*) summed over the body = F when K 1 = 0);
   // theta_p^2 = sum_b n_b |F_b / M_b|^2, the 2-norm of that velocity over the body's n_b nodes
   // (comparable with theta)
+  // the three components' sums side by side on the backend, read in one download
   std::vector<double> p2(std::size_t(ctx_.num_envs), 0);
+  const std::size_t nb = body_mass_.size();
   for (int d = 0; d < 3; ++d) {
     be.SegmentedDot(diff_, body_mask_[d], body_offsets_, &body_sum_);
-    const std::vector<Scalar> f = body_sum_.ToHost();
-    for (std::size_t b = 0; b < f.size(); ++b)
+    if (nb > 0) be.CopyWithin(body_sum3_.data() + d * nb, body_sum_.data(), sizeof(Scalar) * nb);
+  }
+  body_sum_host_.resize(3 * nb);
+  if (nb > 0) be.CopyToHost(body_sum_host_.data(), body_sum3_.data(), sizeof(Scalar) * 3 * nb);
+  for (int d = 0; d < 3; ++d) {
+    const Scalar* f = body_sum_host_.data() + d * nb;
+    for (std::size_t b = 0; b < nb; ++b)
       if (body_mass_[b] > 0) p2[std::size_t(body_env_[b])] += body_nodes_[b] * std::pow(double(f[b]) / body_mass_[b], 2);
   }
   const double bound = params_.momentum_factor * params_.theta_threshold;

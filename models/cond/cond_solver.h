@@ -189,6 +189,8 @@ class CondSolver {
   bool fused_layout_ = false;  // the backend and node layout allow them
   bool fused_ = false;         // and this solve runs them (CondParams::fused_passes)
   bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update to the fused pass
+  const Scalar* chebyshev_nu_env_ = nullptr;  // its nu per environment (a batch), or
+  Scalar chebyshev_nu_all_ = 1;               // one nu for all (one environment)
   Array<Index> chunk_begin_, chunk_end_;
   Array<Scalar> chunk_sum_;
   std::vector<Index> first_chunk_, chunk_begin_host_, chunk_end_host_;
@@ -198,7 +200,8 @@ class CondSolver {
   std::vector<Scalar> mass_host_;
   std::vector<Index> body_start_;
   SegmentOffsets body_offsets_;
-  Array<Scalar> body_mask_[3], body_sum_;
+  Array<Scalar> body_mask_[3], body_sum_, body_sum3_;  // body_sum3_: the 3 components' sums, read at once
+  std::vector<Scalar> body_sum_host_;
   std::vector<double> body_mass_, body_nodes_;
   std::vector<Index> body_env_;
   bool mass_dirty_ = false;

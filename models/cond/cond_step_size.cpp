@@ -12,12 +12,13 @@ namespace condsim {
 void CondStepSize::Resize() {
   Backend* b = ctx_->backend;
   const Index nodes = ctx_->nodes, n = 3 * nodes;
-  diag_sum_ = Array<Scalar>(b, nodes);
-  row_norm2_ = Array<Scalar>(b, nodes);
-  row_abs_ = Array<Scalar>(b, nodes);
-  r_prev_ = Array<Scalar>(b, n);
-  s_ = Array<Scalar>(b, n);
-  alpha_ = Array<Scalar>(b, ctx_->num_envs);
+  // the arrays keep their memory when the node count changes (Array::Resize)
+  diag_sum_.Resize(b, nodes);
+  row_norm2_.Resize(b, nodes);
+  row_abs_.Resize(b, nodes);
+  r_prev_.Resize(b, n);
+  s_.Resize(b, n);
+  alpha_.Resize(b, ctx_->num_envs);
   alpha_host_.assign(std::size_t(ctx_->num_envs), 0);
   w_matrix_ = nullptr;
 }
@@ -54,20 +55,21 @@ void CondStepSize::Group(const std::vector<unsigned char>& own) {
   std::vector<Index> fill(ptr.begin(), ptr.end() - 1);
   for (Index k = 0; k < nodes; ++k) members[fill[group_of[k]]++] = k;
   num_groups_ = static_cast<Index>(count.size());
-  group_ptr_ = Array<Index>(ctx_->backend, ptr);
-  group_nodes_ = Array<Index>(ctx_->backend, members);
+  group_ptr_.Assign(ctx_->backend, ptr);
+  group_nodes_.Assign(ctx_->backend, members);
 }
 
 void CondStepSize::Compute(DeviceBlockMatrix& a, const std::vector<CondComponent*>& parts) {
   const CondParams& params = *ctx_->params;
   CondKernels& k = *ctx_->kernels;
-  if (w_matrix_ != &a || solves_since_w_ >= params.w_reuse_solves) {
+  if (w_matrix_ != &a || w_generation_ != a.generation() || solves_since_w_ >= params.w_reuse_solves) {
     k.FrobeniusNodes(ctx_->nodes, a.row_ptr().data(), a.col_idx().data(), a.values().data(), diag_sum_.data(),
                      row_norm2_.data(), row_abs_.data());
     const FrobeniusSums rows{diag_sum_.data(), row_norm2_.data(), row_abs_.data()};
     for (CondComponent* c : parts)
       if (c->active()) c->RowSums(a, rows);
     w_matrix_ = &a;
+    w_generation_ = a.generation();
     solves_since_w_ = 0;
   }
   ++solves_since_w_;

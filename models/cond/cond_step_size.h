@@ -34,6 +34,7 @@ class CondStepSize {
   Index num_groups_ = 0;
   Array<Scalar> diag_sum_, row_norm2_, row_abs_;  // per node
   const DeviceBlockMatrix* w_matrix_ = nullptr;
+  std::uint64_t w_generation_ = 0;  // of w_matrix_ (a World's system: a new one every step)
   int solves_since_w_ = 0;
   // Barzilai-Borwein: r of the previous iteration, s, and alpha per environment
   Array<Scalar> r_prev_, s_, alpha_;

@@ -93,20 +93,39 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
     }
     p.row_ptr.push_back(static_cast<Index>(p.col_idx.size()));
   }
-  matrix_ = backend_->CreateMatrix(p);
-  b_ = Array<Scalar>(backend_, 3 * n);
-  block_map_ = Array<Index>(backend_, map);
+  // the matrix and the arrays keep their memory from step to step (the matrix rebuilds its
+  // pattern only when it changed: the CUDA CSR expansion and cuSPARSE descriptor stay otherwise)
+  if (matrix_ == nullptr)
+    matrix_ = backend_->CreateMatrix(p);
+  else
+    matrix_->SetPattern(p);
+  b_.Resize(backend_, 3 * n);
   num_targets_ = static_cast<Index>(target.size());
-  target_block_ = Array<Index>(backend_, target);
-  term_ptr_ = Array<Index>(backend_, term_ptr);
-  term_kind_ = Array<int>(backend_, kind);
-  term_a_ = Array<Index>(backend_, ta);
-  term_b_ = Array<Index>(backend_, tb);
-  term_vn_ = Array<Index>(backend_, tvn);
-  vn_ptr_ = Array<Index>(backend_, vn.ptr);
-  vn_host_ = Array<Index>(backend_, vn.host);
-  jac_ = Array<Scalar>(backend_, vn.jac);
-  kv_ = Array<Scalar>(backend_, vn.kv);
+  // the index arrays depend on the pattern and the terms only: uploaded when those changed
+  if (map != host_block_map_ || target != host_target_ || term_ptr != host_term_ptr_ || kind != host_kind_ ||
+      ta != host_ta_ || tb != host_tb_ || tvn != host_tvn_ || vn.ptr != host_vn_ptr_ || vn.host != host_vn_host_ ||
+      block_map_.size() != Index(map.size())) {
+    host_block_map_ = std::move(map);
+    host_target_ = std::move(target);
+    host_term_ptr_ = std::move(term_ptr);
+    host_kind_ = std::move(kind);
+    host_ta_ = std::move(ta);
+    host_tb_ = std::move(tb);
+    host_tvn_ = std::move(tvn);
+    host_vn_ptr_ = vn.ptr;
+    host_vn_host_ = vn.host;
+    block_map_.Assign(backend_, host_block_map_);
+    target_block_.Assign(backend_, host_target_);
+    term_ptr_.Assign(backend_, host_term_ptr_);
+    term_kind_.Assign(backend_, host_kind_);
+    term_a_.Assign(backend_, host_ta_);
+    term_b_.Assign(backend_, host_tb_);
+    term_vn_.Assign(backend_, host_tvn_);
+    vn_ptr_.Assign(backend_, host_vn_ptr_);
+    vn_host_.Assign(backend_, host_vn_host_);
+  }
+  jac_.Assign(backend_, vn.jac);
+  kv_.Assign(backend_, vn.kv);
 }
 
 void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, const std::vector<const Array<Scalar>*>& b) {
@@ -129,7 +148,7 @@ void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, cons
 
 void SystemMatrix::GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v) {
   CONDSIM_CHECK(part_v.size() == parts_.size(), "system: one velocity per part");
-  if (v->size() != 3 * num_nodes()) *v = Array<Scalar>(backend_, 3 * num_nodes());
+  v->Resize(backend_, 3 * num_nodes());
   for (std::size_t p = 0; p < parts_.size(); ++p) {
     CONDSIM_CHECK(part_v[p]->size() == parts_[p].rows(), "system: part " << p << " velocity has the wrong size");
     if (part_v[p]->size() > 0)

@@ -60,6 +60,10 @@ class SystemMatrix {
   // block maps (part blocks in AddPart order -> global blocks) and eq. 15 terms
   Array<Index> block_map_, target_block_, term_ptr_, term_a_, term_b_, term_vn_, vn_ptr_, vn_host_;
   Array<int> term_kind_;
+  // their host copies (uploaded again only when they change)
+  std::vector<Index> host_block_map_, host_target_, host_term_ptr_, host_ta_, host_tb_, host_tvn_, host_vn_ptr_,
+      host_vn_host_;
+  std::vector<int> host_kind_;
   Array<Scalar> jac_, kv_;
   Index num_targets_ = 0;
 };

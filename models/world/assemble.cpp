@@ -75,14 +75,30 @@ const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeS
   }
   const RigidModel& rigid = w->rigid;
   rigid.Assemble(dt, w->params.gravity, w->rigid_wrench, &rigid_values_, &rigid_rhs_);
-  rigid_a_->SetValues(rigid_values_);
-  rigid_b_.CopyFromHost(rigid_rhs_);
   std::vector<Scalar> rigid_v(6 * std::size_t(rigid.num_bodies()));
   for (Index k = 0; k < rigid.num_bodies(); ++k) {
     StoreVec3(rigid_v.data(), 2 * k, rigid.body(k).v);
     StoreVec3(rigid_v.data(), 2 * k + 1, rigid.body(k).omega);
   }
-  rigid_v_.CopyFromHost(warm ? w->rigid_vhat_prev : rigid_v);
+  // the rigid part's A values, b and initial v in one upload (each upload waits for the device),
+  // then split on the backend
+  const std::vector<Scalar>& v0 = warm ? w->rigid_vhat_prev : rigid_v;
+  Array<Scalar>& values = rigid_a_->mutable_values();
+  CONDSIM_CHECK(rigid_values_.size() == std::size_t(values.size()) && rigid_rhs_.size() == std::size_t(rigid_b_.size()) &&
+                    v0.size() == std::size_t(rigid_v_.size()),
+                "assemble: the rigid part's sizes changed");
+  rigid_packed_host_.clear();
+  rigid_packed_host_.insert(rigid_packed_host_.end(), rigid_values_.begin(), rigid_values_.end());
+  rigid_packed_host_.insert(rigid_packed_host_.end(), rigid_rhs_.begin(), rigid_rhs_.end());
+  rigid_packed_host_.insert(rigid_packed_host_.end(), v0.begin(), v0.end());
+  if (!rigid_packed_host_.empty()) {
+    rigid_packed_.Assign(w->backend, rigid_packed_host_);
+    const Scalar* src = rigid_packed_.data();
+    for (Array<Scalar>* dst : {&values, &rigid_b_, &rigid_v_}) {
+      if (dst->size() > 0) w->backend->CopyWithin(dst->data(), src, sizeof(Scalar) * std::size_t(dst->size()));
+      src += dst->size();
+    }
+  }
   parts_a.push_back(rigid_a_.get());
   parts_b.push_back(&rigid_b_);
   parts_v.push_back(&rigid_v_);

@@ -22,6 +22,8 @@ class AssembleStage {
  private:
   std::unique_ptr<DeviceBlockMatrix> rigid_a_;
   Array<Scalar> rigid_b_, rigid_v_;
+  Array<Scalar> rigid_packed_;             // A values, b, v of the rigid part: one upload per step
+  std::vector<Scalar> rigid_packed_host_;
   std::vector<Scalar> rigid_values_, rigid_rhs_;
 };
 
