@@ -6,7 +6,8 @@
 # kernel wrote fail here. Then every shipped scene, run for a short time in the mode, must give
 # output.h5 datasets bit for bit equal to the run without it (a read of never-written memory
 # would bring in a NaN). Usage: scripts/cpu-guard.sh [BUILD_DIR] [--duration S]
-# (defaults: build, 0.05 s). Cost: see docs/architecture.md, "Checking the CUDA path without a GPU".
+# (defaults: build, 0.05 s). Cost: 130 s of CPU (docs/architecture.md, "Checking the CUDA path
+# without a GPU").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
