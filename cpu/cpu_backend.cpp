@@ -28,7 +28,7 @@ class CpuBlockMatrix final : public DeviceBlockMatrix {
   void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) override {
     const BsrRowSpmvOp op{pattern_.block_dim, row_ptr_.data(), col_idx_.data(), values_.data(),
                           alpha, x, beta, y, row_active};
-    DispatchBsrRowSpmv(op, [&](const auto& f) { cpu::ParallelFor(threads_, pattern_.block_rows, f); });
+    DispatchBsrRowSpmv(op, [&](const auto& f) { cpu::Launch(threads_, pattern_.block_rows, f); });
   }
 
  private:
@@ -48,15 +48,29 @@ class CpuBackend final : public Backend {
   }
 
   void* DoAllocate(std::size_t bytes) override {
+    if (cpu::GuardOn()) return cpu::GuardedAllocate(bytes);
     // 64-byte alignment: whole cache lines, vectorizable loops
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (p == nullptr) throw Error("cpu backend: out of memory allocating " + std::to_string(bytes) + " bytes");
     return p;
   }
-  void DoFree(void* ptr) noexcept override { std::free(ptr); }
-  void DoCopyFromHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void DoCopyToHost(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void DoCopyWithin(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
+  void DoFree(void* ptr) noexcept override {
+    if (cpu::GuardOn()) return cpu::GuardedFree(ptr);
+    std::free(ptr);
+  }
+  // copies and the host loops of the primitives below open guarded memory (cpu::GuardScope)
+  void DoCopyFromHost(void* dst, const void* src, std::size_t bytes) override {
+    const cpu::GuardScope open;
+    std::memcpy(dst, src, bytes);
+  }
+  void DoCopyToHost(void* dst, const void* src, std::size_t bytes) override {
+    const cpu::GuardScope open;
+    std::memcpy(dst, src, bytes);
+  }
+  void DoCopyWithin(void* dst, const void* src, std::size_t bytes) override {
+    const cpu::GuardScope open;
+    std::memmove(dst, src, bytes);
+  }
   void Synchronize() override {}
   int threads() const { return threads_; }
 
@@ -65,12 +79,12 @@ class CpuBackend final : public Backend {
   }
 
  protected:
-  void DoFill(Index n, Scalar value, Scalar* y) override { cpu::ParallelFor(threads_, n, FillOp{value, y}); }
+  void DoFill(Index n, Scalar value, Scalar* y) override { cpu::Launch(threads_, n, FillOp{value, y}); }
   void DoAxpby(Index n, Scalar a, const Scalar* x, Scalar b, Scalar* y) override {
-    cpu::ParallelFor(threads_, n, AxpbyOp{a, x, b, y});
+    cpu::Launch(threads_, n, AxpbyOp{a, x, b, y});
   }
   void DoMultiply(Index n, const Scalar* x, const Scalar* y, Scalar* z) override {
-    cpu::ParallelFor(threads_, n, MultiplyOp{x, y, z});
+    cpu::Launch(threads_, n, MultiplyOp{x, y, z});
   }
   Scalar DoDot(Index n, const Scalar* x, const Scalar* y) override {
     const Index whole[2] = {0, n};
@@ -97,6 +111,7 @@ class CpuBackend final : public Backend {
         [](Scalar a, Scalar b) { return NanMax(a, b); }, out);
   }
   Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
+    const cpu::GuardScope open;
     Index sum = 0;
     for (Index i = 0; i < n; ++i) {
       const Index x = in[i];
@@ -106,6 +121,7 @@ class CpuBackend final : public Backend {
     return sum;
   }
   void DoSortPairs(Index n, std::uint64_t* keys, Index* values) override {
+    const cpu::GuardScope open;
     std::vector<std::pair<std::uint64_t, Index>> pairs(static_cast<std::size_t>(n));
     for (Index i = 0; i < n; ++i) pairs[i] = {keys[i], values[i]};
     std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -141,6 +157,10 @@ const CheckMode& Checks() {
       CONDSIM_CHECK(end != grain && *end == '\0' && g >= 1, "CONDSIM_CPU_GRAIN: '" << grain << "' is not an integer >= 1");
       m.grain = Index(g);
     }
+    const char* guard = std::getenv("CONDSIM_CPU_GUARD");
+    const std::string gd = guard != nullptr ? guard : "";
+    CONDSIM_CHECK(gd.empty() || gd == "0" || gd == "1", "CONDSIM_CPU_GUARD: '" << gd << "' is not 0 or 1");
+    m.guard = gd == "1";
     return m;
   }();
   return mode;

@@ -5,11 +5,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "condsim/backend.h"
 #include "condsim/core.h"
+#include "cpu/guarded_memory.h"
 
 namespace condsim::cpu {
 
@@ -31,10 +34,12 @@ struct GrainOf<F, std::void_t<decltype(F::kGrain)>> {
 // checks of GPU semantics on the CPU (scripts/gpu-semantics.sh), read once from the environment:
 // CONDSIM_CPU_ORDER=reverse|shuffle runs every launch's items in reversed or shuffled order (a GPU
 // promises no order: a result that changes shows a dependence between items), and
-// CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers)
+// CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers), and
+// CONDSIM_CPU_GUARD=1 runs the backend in guarded memory (cpu/guarded_memory.h)
 struct CheckMode {
   enum Order { kForward, kReverse, kShuffle } order = kForward;
-  Index grain = 0;  // 0: the functors' own
+  Index grain = 0;     // 0: the functors' own
+  bool guard = false;  // guarded memory
 };
 const CheckMode& Checks();
 // the item order of one launch under CheckMode (the next permutation of a fixed sequence)
@@ -61,6 +66,38 @@ void ParallelFor(int threads, Index n, const F& f, Index grain = GrainOf<F>::val
   for (Index i = 0; i < n; ++i) f(i);
 }
 
+// the guard's scan of a launched functor for host pointers (cpu/guarded_memory.h), on a copy whose
+// padding bytes are zeroed where the compiler can (GCC >= 11): padding holds stale stack bytes,
+// e.g. a bool followed by the 7 upper bytes of an old pointer
+template <class F>
+void CheckFunctor(const F& f) {
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+  if constexpr (std::is_trivially_copyable_v<F>) {
+    alignas(F) unsigned char copy[sizeof(F)];
+    std::memcpy(copy, &f, sizeof(F));
+    __builtin_clear_padding(reinterpret_cast<F*>(copy));
+    CheckFunctorPointers(copy, sizeof(F), typeid(F));
+    return;
+  }
+#endif
+#endif
+  CheckFunctorPointers(&f, sizeof(F), typeid(F));
+}
+
+// a launch of a device functor (a model kernel, a backend primitive): ParallelFor, and in guarded
+// memory first the functor's scan for host pointers, then the loop with the region open
+template <class F>
+void Launch(int threads, Index n, const F& f) {
+  if (Checks().guard) {
+    CheckFunctor(f);
+    const GuardScope open;
+    ParallelFor(threads, n, f);
+    return;
+  }
+  ParallelFor(threads, n, f);
+}
+
 // the executor that model kernel sets are instantiated with (models/kernel_set.h)
 struct Exec {
   int threads;
@@ -68,7 +105,7 @@ struct Exec {
   template <class F>
   void For(Index n, const F& f) const {
     ++counters->launches;
-    ParallelFor(threads, n, f);
+    Launch(threads, n, f);
   }
 };
 
@@ -82,6 +119,9 @@ constexpr Index kReductionChunk = 4096;
 template <class Term, class Combine>
 void SegmentedReduce(int threads, Index num_segments, const Index* offsets, Scalar identity,
                      const Term& term, const Combine& combine, Scalar* out) {
+  // the term is the device functor (the chunk loop below is this backend's own machinery)
+  if (Checks().guard) CheckFunctor(term);
+  const GuardScope open;
   // chunk c covers [chunk_begin[c], chunk_begin[c+1]) within one segment
   std::vector<Index> chunk_begin, chunk_end, first_chunk(std::size_t(num_segments) + 1);
   for (Index s = 0; s < num_segments; ++s) {
