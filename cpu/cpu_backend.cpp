@@ -71,6 +71,11 @@ class CpuBackend final : public Backend {
     const cpu::GuardScope open;
     std::memmove(dst, src, bytes);
   }
+  void DoInvalidate(void* ptr, std::size_t bytes) override {
+    if (!cpu::GuardOn()) return;
+    const cpu::GuardScope open;
+    std::memset(ptr, 0xFF, bytes);
+  }
   void Synchronize() override {}
   int threads() const { return threads_; }
 

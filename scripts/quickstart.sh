@@ -18,20 +18,8 @@ case "$mode" in run|test) ;; *) echo "usage: $0 run|test [condsim run args]" >&2
 packages="g++ cmake ninja-build pkg-config libeigen3-dev nlohmann-json3-dev libgtest-dev libhdf5-dev libtet1.5-dev python3-h5py python3-matplotlib"
 # the test suite also opens condsim's .xmf files with ParaView's default reader (pvpython)
 if [ "$mode" = test ]; then packages="$packages python3-paraview"; fi
-missing=""
-for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "quickstart: missing packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
-    exit 1
-  fi
-  echo "quickstart: installing$missing"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+. scripts/ensure-packages.sh
+ensure_packages quickstart $packages
 
 # nvcc in the default CUDA location is used when it is not on PATH (CONDSIM_CUDA=AUTO)
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi

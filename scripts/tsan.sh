@@ -18,20 +18,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 llvm=/usr/lib/llvm-14
 packages="clang-14 libomp-14-dev"
-missing=""
-for p in $packages; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
-done
-if [ -n "$missing" ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "tsan: missing packages:$missing (run as root, or: sudo apt-get install$missing)" >&2
-    exit 1
-  fi
-  echo "tsan: installing$missing"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+. scripts/ensure-packages.sh
+ensure_packages tsan $packages
 archer=$llvm/lib/libarcher.so
 for f in $llvm/bin/clang++ $llvm/lib/libomp.so "$archer"; do
   [ -e "$f" ] || { echo "tsan: $f is missing (from clang-14 / libomp-14-dev)" >&2; exit 1; }

@@ -114,6 +114,19 @@ TEST_F(CpuGuard, FreshArraysAreNaN) {
   }
 }
 
+// an array resized within its capacity (Array::Resize keeps the allocation) has unspecified
+// entries: the guard makes them NaN again, so code reading last step's values shows
+TEST_F(CpuGuard, ResizedArraysAreNaN) {
+  auto backend = Cpu();
+  Array<Scalar> x;
+  x.Resize(backend.get(), 100);
+  backend->Fill(1, &x);
+  const std::int64_t allocations = backend->counters().allocations;
+  x.Resize(backend.get(), 50);
+  EXPECT_EQ(backend->counters().allocations, allocations);  // reused, not reallocated
+  for (Scalar v : x.ToHost()) ASSERT_TRUE(std::isnan(v));
+}
+
 // clean launches (on 4 threads, and nested in OpenMP threads) and copies pass with the references'
 // results (the CPU backend's own test, cpu_backend_test, gives the reference tolerances: here
 // the guarded run must equal the unguarded formulas exactly or within its bounds)

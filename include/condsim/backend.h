@@ -107,6 +107,10 @@ class Backend {
     ++counters_.launches;
     DoCopyWithin(dst, src, bytes);
   }
+  // marks memory whose contents are unspecified from now on (an array resized within its
+  // capacity): the CPU's guarded mode fills it with NaN bytes, as new memory, so a read of stale
+  // entries shows; a no-op otherwise (not counted)
+  void Invalidate(void* ptr, std::size_t bytes) { DoInvalidate(ptr, bytes); }
   // allocations, transfers and launches so far
   const BackendCounters& counters() const { return counters_; }
   // kernel sets count their launches here
@@ -151,6 +155,7 @@ class Backend {
   virtual void DoCopyFromHost(void* dst, const void* host_src, std::size_t bytes) = 0;
   virtual void DoCopyToHost(void* host_dst, const void* src, std::size_t bytes) = 0;
   virtual void DoCopyWithin(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void DoInvalidate(void* /*ptr*/, std::size_t /*bytes*/) {}
   // a value read back by the host (a reduction's result)
   void CountRead(std::size_t bytes) {
     ++counters_.downloads;
@@ -225,6 +230,8 @@ class Array {
       if (data_ != nullptr) backend_->Free(data_);
       data_ = fresh;
       capacity_ = grown;
+    } else if (n > 0) {
+      backend_->Invalidate(data_, sizeof(T) * std::size_t(n));
     }
     size_ = n;
   }
