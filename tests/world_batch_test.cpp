@@ -67,6 +67,8 @@ struct BatchCase {
   const char* scene;
   int steps;
 };
+// the test's printed parameter (and so its ctest name) without the bytes of a pointer
+void PrintTo(const BatchCase& c, std::ostream* os) { *os << c.scene << ", " << c.steps << " steps"; }
 
 class WorldBatch : public ::testing::TestWithParam<BatchCase> {};
 
