@@ -262,6 +262,10 @@ void DeviceBlockMatrix::Reserve(Index block_rows, Index nnz_blocks) {
   row_ptr_.Reserve(nullptr, block_rows + 1);
   col_idx_.Reserve(nullptr, nnz_blocks);
   values_.Reserve(nullptr, CheckedIndex(std::size_t(nnz_blocks) * std::size_t(bd * bd), "matrix: reserved entries"));
+  OnReserve(block_rows, nnz_blocks);
+  // what the backend derived from the arrays names their memory, which may have moved
+  OnPatternChanged();
+  values_changed_ = true;
 }
 
 void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y,

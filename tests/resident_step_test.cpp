@@ -141,6 +141,26 @@ TEST(MatrixPattern, SetPatternReusesTheMatrix) {
   EXPECT_THROW(m->SetPattern(other_block), Error);
 }
 
+// Reserve: a pattern within the reserved rows and blocks allocates nothing, and the product is the
+// dense reference's (exact)
+TEST(MatrixPattern, ReserveMakesLargerPatternsFree) {
+  auto be = Cpu();
+  auto rng = test::Rng();
+  const BlockPattern small = BlockPattern::FromCoordinates(3, 2, 2, {{0, 0}, {1, 1}});
+  const BlockPattern big = BlockPattern::FromCoordinates(3, 4, 4, {{0, 0}, {0, 3}, {1, 1}, {2, 2}, {2, 0}, {3, 3}, {3, 1}});
+  auto m = be->CreateMatrix(small);
+  m->Reserve(4, 7);
+  const BackendCounters c0 = be->counters();
+  m->SetPattern(big);
+  EXPECT_EQ((be->counters() - c0).allocations, 0);
+  const std::vector<Scalar> values = test::RandomVector(rng, Index(big.nnz()));
+  const std::vector<Scalar> x = test::RandomVector(rng, big.cols());
+  m->SetValues(values);
+  Array<Scalar> xd(be.get(), x), y(be.get(), big.rows());
+  m->Multiply(1, xd, 0, &y);
+  EXPECT_EQ(y.ToHost(), DenseProduct(big, values, x));
+}
+
 // every shipped scene: steps after the first allocate nothing; in the solver loop at most one
 // upload per solve (the environments' stop flags, when one stops) and about one read per
 // iteration (theta, plus the momentum check's one read when a theta passed). Before the

@@ -331,8 +331,9 @@ class DeviceBlockMatrix {
   // pattern (OnPatternChanged). The values are unspecified afterwards.
   void SetPattern(const BlockPattern& pattern);
   // capacity for patterns of up to block_rows rows and nnz_blocks blocks (Array::Reserve), so
-  // that a SetPattern within it allocates nothing on the host-visible arrays (the CUDA backend's
-  // CSR expansion and SpMV buffer still grow when they must)
+  // that a SetPattern within it allocates nothing (the CUDA backend reserves its scalar CSR
+  // expansion too; its SpMV buffer still grows when cuSPARSE asks for more); the pattern and the
+  // values stay
   void Reserve(Index block_rows, Index nnz_blocks);
   // what caches of this matrix key on: pattern_version() changes when SetPattern changed the
   // pattern (positions of blocks), generation() on every SetPattern call (a new system, e.g. a
@@ -354,6 +355,8 @@ class DeviceBlockMatrix {
   virtual void OnValuesChanged() {}
   // pattern_, row_ptr_, col_idx_ and the size of values_ changed (SetPattern)
   virtual void OnPatternChanged() {}
+  // Reserve: the backend's own pattern-sized arrays (called before OnPatternChanged)
+  virtual void OnReserve(Index /*block_rows*/, Index /*nnz_blocks*/) {}
   // row_active: null, or one flag per block row (see Multiply)
   virtual void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) = 0;
 
