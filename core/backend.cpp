@@ -257,6 +257,17 @@ void DeviceBlockMatrix::SetPattern(const BlockPattern& pattern) {
   OnPatternChanged();
 }
 
+void DeviceBlockMatrix::Reserve(Index block_rows, Index nnz_blocks) {
+  const Index bd = pattern_.block_dim;
+  row_ptr_.Reserve(nullptr, block_rows + 1);
+  col_idx_.Reserve(nullptr, nnz_blocks);
+  values_.Reserve(nullptr, CheckedIndex(std::size_t(nnz_blocks) * std::size_t(bd * bd), "matrix: reserved entries"));
+  OnReserve(block_rows, nnz_blocks);
+  // what the backend derived from the arrays names their memory, which may have moved
+  OnPatternChanged();
+  values_changed_ = true;
+}
+
 void DeviceBlockMatrix::Multiply(Scalar alpha, const Array<Scalar>& x, Scalar beta, Array<Scalar>* y,
                                  const Array<unsigned char>* row_active) {
   CONDSIM_CHECK(x.backend() == values_.backend() && y->backend() == values_.backend(),

@@ -88,6 +88,7 @@ class CudaBlockMatrix final : public DeviceBlockMatrix {
  protected:
   void OnValuesChanged() override;
   void OnPatternChanged() override { BuildPattern(); }
+  void OnReserve(Index block_rows, Index nnz_blocks) override;
   void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) override;
 
  private:
@@ -274,6 +275,19 @@ CudaBlockMatrix::CudaBlockMatrix(CudaBackend* backend, const BlockPattern& patte
                                  SpmvFormat format)
     : DeviceBlockMatrix(backend, pattern), cuda_(backend), format_(format) {
   BuildPattern();
+}
+
+// the scalar CSR expansion's room for a reserved pattern (DeviceBlockMatrix::Reserve; BuildPattern
+// then refills it in place)
+void CudaBlockMatrix::OnReserve(Index block_rows, Index nnz_blocks) {
+  if (format_ != SpmvFormat::kCsr) return;
+  const Index bd = pattern_.block_dim;
+  const std::int64_t nnz = std::int64_t(nnz_blocks) * bd * bd;
+  if (nnz > INT32_MAX) return;  // BuildPattern rejects such a pattern
+  csr_row_ptr_.Reserve(cuda_, block_rows * bd + 1);
+  csr_col_.Reserve(cuda_, static_cast<Index>(nnz));
+  csr_from_bsr_.Reserve(cuda_, static_cast<Index>(nnz));
+  csr_values_.Reserve(cuda_, static_cast<Index>(nnz));
 }
 
 void CudaBlockMatrix::BuildPattern() {

@@ -6,7 +6,9 @@
 // product y = A x computed on the host (exact: each entry is the same sum in the same order).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,36 @@ TEST(ArrayCapacity, ResizeKeepsTheAllocationAndGrowsByAFactor) {
   EXPECT_GE(b.capacity(), 2 * cap);
   EXPECT_EQ(a.capacity(), 0);
   EXPECT_EQ((be->counters() - c0).allocations, 1);
+}
+
+// Reserve: one allocation of exactly the bound, size and entries kept; within it no Resize or
+// Assign allocates (reference: the counts the code must give, exact)
+TEST(ArrayCapacity, ReserveKeepsTheEntriesAndLaterResizesAllocateNothing) {
+  auto be = Cpu();
+  Array<Scalar> a;
+  a.Assign(be.get(), std::vector<Scalar>{1, 2, 3});
+  const BackendCounters c0 = be->counters();
+  a.Reserve(nullptr, 100);
+  EXPECT_EQ(a.capacity(), 100);
+  EXPECT_EQ(a.size(), 3);
+  EXPECT_EQ(a.ToHost(), (std::vector<Scalar>{1, 2, 3}));
+  EXPECT_EQ((be->counters() - c0).allocations, 1);
+  EXPECT_EQ((be->counters() - c0).frees, 1);
+  // within the capacity: a smaller Reserve, growth to the bound, an upload of the bound
+  const BackendCounters c1 = be->counters();
+  a.Reserve(nullptr, 50);
+  a.Resize(100);
+  a.Assign(be.get(), std::vector<Scalar>(100, 7));
+  EXPECT_EQ(a.ToHost(), std::vector<Scalar>(100, 7));
+  EXPECT_EQ((be->counters() - c1).allocations, 0);
+  EXPECT_EQ(a.capacity(), 100);
+  // an empty array gets its backend and memory from Reserve
+  Array<Index> e;
+  e.Reserve(be.get(), 8);
+  EXPECT_EQ(e.size(), 0);
+  EXPECT_EQ(e.capacity(), 8);
+  e.Assign(nullptr, std::vector<Index>{1, 2, 3, 4, 5, 6, 7, 8});
+  EXPECT_EQ((be->counters() - c1).allocations, 1);
 }
 
 TEST(ArrayCapacity, SegmentOffsetsAssignUploadsOnlyChanges) {
@@ -109,6 +141,26 @@ TEST(MatrixPattern, SetPatternReusesTheMatrix) {
   EXPECT_THROW(m->SetPattern(other_block), Error);
 }
 
+// Reserve: a pattern within the reserved rows and blocks allocates nothing, and the product is the
+// dense reference's (exact)
+TEST(MatrixPattern, ReserveMakesLargerPatternsFree) {
+  auto be = Cpu();
+  auto rng = test::Rng();
+  const BlockPattern small = BlockPattern::FromCoordinates(3, 2, 2, {{0, 0}, {1, 1}});
+  const BlockPattern big = BlockPattern::FromCoordinates(3, 4, 4, {{0, 0}, {0, 3}, {1, 1}, {2, 2}, {2, 0}, {3, 3}, {3, 1}});
+  auto m = be->CreateMatrix(small);
+  m->Reserve(4, 7);
+  const BackendCounters c0 = be->counters();
+  m->SetPattern(big);
+  EXPECT_EQ((be->counters() - c0).allocations, 0);
+  const std::vector<Scalar> values = test::RandomVector(rng, Index(big.nnz()));
+  const std::vector<Scalar> x = test::RandomVector(rng, big.cols());
+  m->SetValues(values);
+  Array<Scalar> xd(be.get(), x), y(be.get(), big.rows());
+  m->Multiply(1, xd, 0, &y);
+  EXPECT_EQ(y.ToHost(), DenseProduct(big, values, x));
+}
+
 // every shipped scene: steps after the first allocate nothing; in the solver loop at most one
 // upload per solve (the environments' stop flags, when one stops) and about one read per
 // iteration (theta, plus the momentum check's one read when a theta passed). Before the
@@ -138,6 +190,43 @@ TEST(ResidentStep, ShippedScenesAllocateOnceAndTransferLittle) {
     EXPECT_EQ(allocations, 0);
     EXPECT_LE(loop_uploads, solves);
     EXPECT_LE(double(loop_downloads), 1.1 * double(iterations));
+  }
+}
+
+// the scenes whose contacts grow after the first step, stepped past their growth points: no step
+// after the first allocates (the arrays the contacts size reserve ContactBounds from the potential
+// contact points once, World::ReserveForContacts). Reference: 0 (exact). Before (d869291), over
+// these steps: cable_winding 822 allocations in 154 steps (the last at step 200), cable_winding_320
+// 366 in 50, soft_gripper 53 (all at step 15, the fingers close), soft_ball_gripping 66 in 3 (the
+// last at step 36, the body modes).
+TEST(ResidentStep, GrowingContactsAllocateNothingAfterTheFirstStep) {
+  const std::pair<const char*, int> runs[] = {{"cable_winding", 200}, {"cable_winding_320", 60}, {"soft_gripper", 40},
+                                              {"soft_ball_gripping", 40}};
+  for (const auto& [name, steps] : runs) {
+    SCOPED_TRACE(name);
+    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(scene, be.get());
+    std::int64_t allocations = 0, steps_allocating = 0, last = 0;
+    Index max_contacts = 0;
+    for (int k = 0; k < steps; ++k) {
+      const BackendCounters before = be->counters();
+      ApplyControls(scene, &sw);
+      const StepStats st = sw.world->Step();
+      Index contacts = 0;
+      for (const EnvStepStats& e : st.envs) contacts += e.contacts;
+      max_contacts = std::max(max_contacts, contacts);
+      const std::int64_t n = (be->counters() - before).allocations;
+      if (k == 0 || n == 0) continue;
+      allocations += n;
+      ++steps_allocating;
+      last = k + 1;
+    }
+    std::printf("%s, steps 2-%d: %lld allocations in %lld steps (last: step %lld), up to %d contacts\n", name, steps,
+                static_cast<long long>(allocations), static_cast<long long>(steps_allocating), static_cast<long long>(last),
+                int(max_contacts));
+    EXPECT_GT(max_contacts, 0);
+    EXPECT_EQ(allocations, 0);
   }
 }
 

@@ -241,6 +241,24 @@ class Array {
     Resize(backend, CheckedIndex(host.size(), "array size"));
     CopyFromHost(host);
   }
+  // capacity for n entries on `backend` (null: the array's own), from a bound known in advance
+  // (e.g. the contacts a scene can make), so that later Resize calls within it never allocate:
+  // one allocation of exactly n entries when n exceeds the capacity, else nothing; the size and
+  // the entries are kept (copied on the backend when the allocation moves)
+  void Reserve(Backend* backend, Index n) {
+    CONDSIM_CHECK(n >= 0, "array capacity must be non-negative, got " << n);
+    if (backend != nullptr && backend != backend_) {
+      Release();
+      backend_ = backend;
+    }
+    if (n <= capacity_) return;
+    CONDSIM_CHECK(backend_ != nullptr, "Array::Reserve: no backend");
+    T* fresh = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(n)));
+    if (size_ > 0) backend_->CopyWithin(fresh, data_, sizeof(T) * std::size_t(size_));
+    if (data_ != nullptr) backend_->Free(data_);
+    data_ = fresh;
+    capacity_ = n;
+  }
   // entries the allocation holds (>= size())
   Index capacity() const { return capacity_; }
 
@@ -312,6 +330,11 @@ class DeviceBlockMatrix {
   // allocation when the pattern does not grow) and the backend rebuilds what it derives from the
   // pattern (OnPatternChanged). The values are unspecified afterwards.
   void SetPattern(const BlockPattern& pattern);
+  // capacity for patterns of up to block_rows rows and nnz_blocks blocks (Array::Reserve), so
+  // that a SetPattern within it allocates nothing (the CUDA backend reserves its scalar CSR
+  // expansion too; its SpMV buffer still grows when cuSPARSE asks for more); the pattern and the
+  // values stay
+  void Reserve(Index block_rows, Index nnz_blocks);
   // what caches of this matrix key on: pattern_version() changes when SetPattern changed the
   // pattern (positions of blocks), generation() on every SetPattern call (a new system, e.g. a
   // new step's: as a new matrix object would be)
@@ -332,6 +355,8 @@ class DeviceBlockMatrix {
   virtual void OnValuesChanged() {}
   // pattern_, row_ptr_, col_idx_ and the size of values_ changed (SetPattern)
   virtual void OnPatternChanged() {}
+  // Reserve: the backend's own pattern-sized arrays (called before OnPatternChanged)
+  virtual void OnReserve(Index /*block_rows*/, Index /*nnz_blocks*/) {}
   // row_active: null, or one flag per block row (see Multiply)
   virtual void DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y, const unsigned char* row_active) = 0;
 

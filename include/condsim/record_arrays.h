@@ -3,7 +3,8 @@
 // from the same-named member of `host` (a std::vector<Type>), and view() giving the functors'
 // View of the arrays. Upload packs the fields into one host buffer and moves it in one upload
 // (then a copy on the backend per field), and the arrays keep their memory from call to call
-// (Array::Resize): a record set every step costs one transfer and no allocation.
+// (Array::Resize): a record set every step costs one transfer and no allocation; Reserve
+// gives every field the capacity of a bound known in advance.
 #pragma once
 
 #include <cstring>
@@ -31,6 +32,9 @@ inline std::size_t RecordPackedBytes(std::size_t bytes) { return (bytes + 7) / 8
     record_backend_->CopyWithin(this->name.data(), record_packed_.data() + record_bytes_,            \
                                 sizeof(T) * std::size_t(this->name.size()));                         \
   record_bytes_ += ::condsim::RecordPackedBytes(sizeof(T) * std::size_t(this->name.size()));
+#define CONDSIM_RECORD_ARRAY_RESERVE(T, name)                   \
+  this->name.Reserve(record_backend_, record_entries_);          \
+  record_bytes_ += ::condsim::RecordPackedBytes(sizeof(T) * std::size_t(record_entries_));
 #define CONDSIM_RECORD_ARRAY_VIEW(T, name) record_view_.name = this->name.data();
 #define CONDSIM_RECORD_ARRAYS(Name, View, FIELDS)                                      \
   struct Name {                                                                        \
@@ -46,6 +50,15 @@ inline std::size_t RecordPackedBytes(std::size_t bytes) { return (bytes + 7) / 8
       record_packed_.Assign(record_backend_, record_packed_host_);                     \
       record_bytes_ = 0;                                                               \
       FIELDS(CONDSIM_RECORD_ARRAY_SPLIT)                                               \
+    }                                                                                  \
+    /* capacity for `record_entries_` entries in every field (a bound known in advance:    \
+       the largest field's length), so that later uploads within it never allocate */      \
+    void Reserve(::condsim::Backend* record_backend_, ::condsim::Index record_entries_) {  \
+      std::size_t record_bytes_ = 0;                                                   \
+      FIELDS(CONDSIM_RECORD_ARRAY_RESERVE)                                             \
+      record_packed_.Reserve(record_backend_,                                          \
+                             ::condsim::CheckedIndex(record_bytes_, "record bytes"));  \
+      record_packed_host_.reserve(record_bytes_);                                      \
     }                                                                                  \
     View view() const {                                                                \
       View record_view_;                                                               \

@@ -58,6 +58,13 @@ Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backen
   slot_n_ = Array<Scalar>(backend, 3 * kDetectSlots * nq);
   qcount_ = Array<Index>(backend, nq);
   qoffset_ = Array<Index>(backend, nq);
+  // the compacted list holds at most every slot: sized once, a later step never allocates it
+  const Index cap = kDetectSlots * nq;
+  out_query_ = Array<Index>(backend, cap);
+  out_tri_ = Array<Index>(backend, cap);
+  out_gap_ = Array<Scalar>(backend, cap);
+  out_w_ = Array<Scalar>(backend, 3 * cap);
+  out_n_ = Array<Scalar>(backend, 3 * cap);
   for (Scalar r : scene_.radius) max_radius_ = std::max(max_radius_, r);
 }
 

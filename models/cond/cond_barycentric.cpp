@@ -73,6 +73,12 @@ void CondBarycentric::MarkContactNodes(std::vector<unsigned char>* contact) cons
     if (a < ctx_->nodes) (*contact)[a] = 1;
 }
 
+void CondBarycentric::Reserve(const ContactBounds& bounds) {
+  // every field holds at most one entry per host entry (entries, hosts, incidences) or per
+  // virtual node, plus one (the pointer arrays)
+  arrays_.Reserve(ctx_->backend, std::max(bounds.virtual_entries, bounds.virtual_nodes) + 1);
+}
+
 void CondBarycentric::OnContacts() {
   // a host's load in the virtual nodes' Gamma: its weights S_a plus its direct contacts (the
   // row-sum majorant of the Delassus coupling through that host)

@@ -30,6 +30,8 @@ class CondBarycentric : public CondComponent {
   using CondComponent::CondComponent;
   // hosts must not be rigid-group nodes or virtual nodes themselves
   void Set(const BarycentricNodes& nodes);
+  // capacity for the virtual nodes of `bounds` (Array::Reserve)
+  void Reserve(const ContactBounds& bounds);
   bool active() const override { return num_nodes_ > 0; }
   void Check() const override;
   void MarkOwnGamma(std::vector<unsigned char>* own) const override;

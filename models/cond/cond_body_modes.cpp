@@ -204,6 +204,14 @@ void CondBodyModes::InvertCoarse(const BodyModeHost& used, std::vector<Scalar>* 
   }
 }
 
+void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
+  if (!active()) return;
+  Backend* b = ctx_->backend;
+  arrays_.Reserve(b, 3 * max_nodes + bounds.contacts + 1);
+  t_.Reserve(b, 18 * max_nodes);
+  v_keep_.Reserve(b, 3 * max_nodes);
+}
+
 void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
   num_patches_ = 0;

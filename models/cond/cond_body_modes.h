@@ -56,6 +56,9 @@ class CondBodyModes : public CondComponent {
   // by nodal contacts only, corrected only in iterations where none of its contacts carries an
   // impulse
   void SetFreeBodies(const BodyModes& modes);
+  // when active: capacity for up to max_nodes nodes and the contacts of `bounds` (per node its
+  // patch, slot, listed and halo rows and 3 arm values; per contact a gate entry)
+  void Reserve(const ContactBounds& bounds, Index max_nodes);
   bool active() const override { return modes_.size() > 0; }
   // the patches of this solve (less the nodes the contact step touches) and the inverses of
   // their coarse matrices Z^T A Z

@@ -20,6 +20,8 @@ class CondChains : public CondComponent {
   using CondComponent::CondComponent;
   // chain c holds nodes[ptr[c] .. ptr[c+1]); a node belongs to at most one chain
   void Set(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
+  // capacity for up to `nodes` nodes (Array::Reserve)
+  void Reserve(Index nodes) { d_.Reserve(ctx_->backend, 3 * nodes); }
   bool active() const override { return !ptr_.empty(); }
   void Check() const override;
   // the band's blocks of A (when the chains or the matrix object changed), then the factors

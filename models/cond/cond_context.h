@@ -10,6 +10,7 @@
 #include "condsim/backend.h"
 #include "condsim/contacts.h"
 #include "condsim/record_arrays.h"
+#include "models/system/virtual_nodes.h"
 
 namespace condsim {
 

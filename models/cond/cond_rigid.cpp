@@ -16,6 +16,18 @@ namespace {
 constexpr double kRigidSweepSettled = 0.1;
 }  // namespace
 
+void CondRigidGroups::Reserve(const ContactBounds& bounds) {
+  Backend* b = ctx_->backend;
+  // the groups' fields: 3 per virtual node (arm), (6 n_g)^2 per group (ao_inv, at most
+  // 36 B min(B, kMaxRigidGroupBodies) for B bodies), one per body, plus one
+  const Index nb = bounds.rigid_bodies;
+  const Index inv = 36 * nb * std::min<Index>(nb, kMaxRigidGroupBodies);
+  arrays_.Reserve(b, std::max({3 * bounds.virtual_nodes, inv, nb}) + 1);
+  d_.Reserve(b, bounds.virtual_nodes);
+  own_.Reserve(b, bounds.contacts + 1);
+  sweep_order_.Reserve(b, bounds.contacts);
+}
+
 void CondRigidGroups::Set(const RigidGroups& g) {
   const Index n = g.size(), nb = g.num_bodies();
   CONDSIM_CHECK(!g.body_ptr.empty() && g.body_ptr.front() == 0 && g.body_ptr.back() == nb && g.rot.size() == g.trans.size() &&

@@ -44,6 +44,8 @@ class CondRigidGroups : public CondComponent {
   using CondComponent::CondComponent;
   // the virtual nodes must not be in chains
   void Set(const RigidGroups& groups);
+  // capacity for the contacts and virtual nodes of `bounds` (Array::Reserve)
+  void Reserve(const ContactBounds& bounds);
   bool active() const override { return num_groups_ > 0; }
   void Check() const override;
   void MarkOwnGamma(std::vector<unsigned char>* own) const override;

@@ -146,6 +146,35 @@ void CondSolver::SetContacts(const ContactSet& contacts) {
   contacts_dirty_ = true;
 }
 
+void CondSolver::Reserve(const ContactBounds& bounds, Index max_nodes) {
+  Backend* b = backend_;
+  const Index n = 3 * max_nodes, c = bounds.contacts;
+  ctx_.contacts.Reserve(b, 9 * c);  // the largest field: frame, 9 per contact
+  ctx_.order.Reserve(b, c);
+  ctx_.lambda.Reserve(b, 3 * c);
+  ctx_.in_contact.Reserve(b, max_nodes);
+  ctx_.node_env.Reserve(b, max_nodes);
+  for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) x->Reserve(b, n);
+  if (ctx_.env_perm.size() > 0) {
+    ctx_.env_perm.Reserve(b, n);
+    ctx_.perm_x.Reserve(b, n);
+    ctx_.perm_y.Reserve(b, n);
+  }
+  if (ctx_.num_envs > 1) row_active_.Reserve(b, max_nodes);
+  for (Array<Scalar>& m : body_mask_) m.Reserve(b, n);
+  // the fused passes' chunks: each environment's DOFs cut every kChunk
+  const Index chunks = n / CondChebyshevThetaCommitOp::kChunk + ctx_.num_envs + 1;
+  chunk_begin_.Reserve(b, chunks);
+  chunk_end_.Reserve(b, chunks);
+  chunk_sum_.Reserve(b, chunks);
+  step_.Reserve(max_nodes);
+  bary_.Reserve(bounds);
+  rigid_.Reserve(bounds);
+  chains_.Reserve(max_nodes);
+  modes_.Reserve(bounds, max_nodes);
+  free_.Reserve(bounds, max_nodes);
+}
+
 void CondSolver::SetImpulses(const std::vector<Scalar>& lambda) {
   CONDSIM_CHECK(lambda.size() == std::size_t(3) * ctx_.contacts_host.node_i.size(),
                 "SetImpulses: got " << lambda.size() << " values for " << ctx_.contacts_host.size() << " contacts (3 each)");
@@ -293,10 +322,11 @@ void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
   if (begin == chunk_begin_host_ && end == chunk_end_host_ && env_flag_.size() == ctx_.num_envs) return;
   chunk_begin_host_ = begin;
   chunk_end_host_ = end;
-  chunk_begin_ = Array<Index>(backend_, begin);
-  chunk_end_ = Array<Index>(backend_, end);
-  chunk_sum_ = Array<Scalar>(backend_, Index(begin.size()));
-  env_flag_ = Array<unsigned char>(backend_, ctx_.num_envs);
+  // the arrays keep their memory (Array::Assign / Resize)
+  chunk_begin_.Assign(backend_, begin);
+  chunk_end_.Assign(backend_, end);
+  chunk_sum_.Resize(backend_, Index(begin.size()));
+  env_flag_.Resize(backend_, ctx_.num_envs);
 }
 
 void CondSolver::PrepareContacts() {

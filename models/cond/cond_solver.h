@@ -113,6 +113,10 @@ class CondSolver {
   void SetEnabledEnvironments(const std::vector<unsigned char>& enabled);
   // the contacts of the next solves; impulses start at zero unless warm-started
   void SetContacts(const ContactSet& contacts);
+  // capacity for up to max_nodes nodes (the base nodes and the virtual nodes of `bounds`) and
+  // the contacts of `bounds` in every array the contacts size (Array::Reserve): a later step
+  // within the bounds allocates nothing
+  void Reserve(const ContactBounds& bounds, Index max_nodes);
   // warm start (Sec. V-A5): initial impulses, 3 per contact (n, t1, t2)
   void SetImpulses(const std::vector<Scalar>& lambda);
   // chains (cond_chains.h): chain c holds nodes[ptr[c] .. ptr[c+1]), band = coupling reach in

@@ -9,6 +9,14 @@
 
 namespace condsim {
 
+void CondStepSize::Reserve(Index nodes) {
+  Backend* b = ctx_->backend;
+  for (Array<Scalar>* a : {&diag_sum_, &row_norm2_, &row_abs_}) a->Reserve(b, nodes);
+  for (Array<Scalar>* a : {&r_prev_, &s_}) a->Reserve(b, 3 * nodes);
+  group_ptr_.Reserve(b, nodes + 1);
+  group_nodes_.Reserve(b, nodes);
+}
+
 void CondStepSize::Resize() {
   Backend* b = ctx_->backend;
   const Index nodes = ctx_->nodes, n = 3 * nodes;

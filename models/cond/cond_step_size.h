@@ -15,6 +15,8 @@ class CondStepSize {
 
   // per-node and per-environment arrays for a new node layout; the next W is recomputed
   void Resize();
+  // capacity for up to `nodes` nodes (Array::Reserve)
+  void Reserve(Index nodes);
   // W is recomputed at the next Compute (a component's rows changed)
   void Invalidate() { w_matrix_ = nullptr; }
   // the Frobenius groups of the current contacts: union-find over D-contacts, leaving out the

@@ -146,6 +146,21 @@ void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, cons
                                               term_b_.data(), term_vn_.data(), jac_.data(), kv_.data(), values.data()});
 }
 
+void SystemMatrix::Reserve(const ContactBounds& bounds, Array<Scalar>* v) {
+  CONDSIM_CHECK(matrix_ != nullptr, "system: SetVirtualNodes must be called before Reserve");
+  const Index nv = bounds.virtual_nodes, n = base_nodes_ + nv;
+  const Index terms = ContactBounds::kTermsPerVirtualNode * nv;
+  matrix_->Reserve(n, base_.nnz_blocks() + terms);
+  b_.Reserve(backend_, 3 * n);
+  v->Reserve(backend_, 3 * n);
+  for (Array<Index>* a : {&target_block_, &term_ptr_, &term_a_, &term_b_, &term_vn_}) a->Reserve(backend_, terms + 1);
+  term_kind_.Reserve(backend_, terms);
+  vn_ptr_.Reserve(backend_, nv + 1);
+  vn_host_.Reserve(backend_, bounds.virtual_entries);
+  jac_.Reserve(backend_, 9 * bounds.virtual_entries);
+  kv_.Reserve(backend_, nv);
+}
+
 void SystemMatrix::GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v) {
   CONDSIM_CHECK(part_v.size() == parts_.size(), "system: one velocity per part");
   v->Resize(backend_, 3 * num_nodes());

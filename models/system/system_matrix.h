@@ -43,6 +43,9 @@ class SystemMatrix {
 
   // v (resized to 3 num_nodes()) from the parts' velocities, virtual nodes at Jv v_o (the
   // warm start of Sec. V-A5)
+  // capacity for the virtual nodes of `bounds` (after the first SetVirtualNodes): the merged
+  // pattern, the rhs, the eq. 15 term lists, J and kv; and v of GatherVelocity
+  void Reserve(const ContactBounds& bounds, Array<Scalar>* v);
   void GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v);
   // part p's segment of the global v
   void ScatterVelocity(Index part, const Array<Scalar>& v, Array<Scalar>* part_v);

@@ -12,6 +12,18 @@
 
 namespace condsim {
 
+// what one step's contacts can need at most, known at the first step (World::Step: from the
+// scene's potential contact points), so that the arrays sized by the contacts reserve it once
+// (Array::Reserve) and no later step allocates
+struct ContactBounds {
+  Index contacts = 0;         // contacts of a step
+  Index virtual_nodes = 0;    // virtual nodes (at most 2 per contact)
+  Index virtual_entries = 0;  // their hosts (at most 3 per virtual node: a triangle's)
+  Index rigid_bodies = 0;     // rigid bodies (the rigid groups' size)
+  // entries per virtual node in the system's eq. 15 terms: J^T J (3 x 3 hosts), -J^T, -J, I
+  static constexpr Index kTermsPerVirtualNode = 16;
+};
+
 struct VirtualNodeSet {
   std::vector<Index> ptr{0};     // virtual node k's hosts are entries ptr[k] .. ptr[k+1)
   std::vector<Index> host;       // host node of an entry (global node numbering)

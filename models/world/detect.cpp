@@ -18,6 +18,14 @@ void DetectStage::Build(WorldBodies* w) {
   for (Index k = 0; k < w->rigid.num_bodies(); ++k) env_rigid_[std::size_t(w->Env(BodyKind::kRigid, k))].push_back(k);
 }
 
+Index DetectStage::PotentialContactPoints(const WorldBodies& w) const {
+  std::size_t points = 0;
+  for (const auto& fb : w.fem) points += fb->surface.size();
+  for (const auto& rb : w.rods) points += std::size_t(2 * rb->model->num_segments() - rb->model->num_cables());
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) points += triangles_.samples(k).size();
+  return CheckedIndex(points, "potential contact points");
+}
+
 void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts) {
   meta_.clear();
   nodes->Reset();

@@ -21,6 +21,9 @@ class DetectStage {
   void Build(WorldBodies* w);
   // this step's contacts and virtual nodes (nodes is reset first)
   void Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts);
+  // the points that can touch something, known at the first step: FEM surface nodes, cable
+  // centres and links, rigid surface samples (each makes at most a few contacts a step)
+  Index PotentialContactPoints(const WorldBodies& w) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
   // the FEM bodies' positions at the step's start (host copies, 3 per node)
   const std::vector<std::vector<Scalar>>& fem_x() const { return fem_x_; }

@@ -24,6 +24,8 @@ class SolveStage {
   CondStats Run(WorldBodies* w, const Nodalizer& nodes, const RigidGroups& groups, const BodyModes& modes, const ContactSet& contacts,
                 Index step, Scalar time, std::vector<Scalar>* vhat, std::vector<EnvFailure>* failures);
   std::vector<Scalar> Impulses() const { return solver_->Impulses(); }
+  // the solver's capacity for the contacts of `bounds` (CondSolver::Reserve)
+  void Reserve(const ContactBounds& bounds, Index max_nodes) { solver_->Reserve(bounds, max_nodes); }
   // sets v-hat (host and w->v) to 0 on the DOFs of the failed environments
   void ZeroFailed(WorldBodies* w, std::vector<Scalar>* vhat) const;
 

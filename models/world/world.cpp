@@ -375,6 +375,21 @@ void World::Finalize() {
   finalized_ = true;
 }
 
+void World::ReserveForContacts() {
+  // a bound from the potential contact points P, O(P): a point makes at most kContactsPerPoint
+  // contacts a step (the detector keeps at most 4 owners per query; a cable link touches a few
+  // links), a contact at most 2 virtual nodes, a virtual node at most 3 hosts. Beyond it the
+  // arrays still grow (Array::Resize), so the bound is capacity, not a limit.
+  constexpr Index kContactsPerPoint = 4;
+  ContactBounds bounds;
+  bounds.contacts = kContactsPerPoint * detect_.PotentialContactPoints(w_);
+  bounds.virtual_nodes = 2 * bounds.contacts;
+  bounds.virtual_entries = 3 * bounds.virtual_nodes;
+  bounds.rigid_bodies = w_.rigid.num_bodies();
+  w_.system->Reserve(bounds, &w_.v);
+  solve_.Reserve(bounds, w_.system->num_base_nodes() + bounds.virtual_nodes);
+}
+
 StepStats World::Step() {
   using Clock = std::chrono::steady_clock;
   const auto t_start = Clock::now();
@@ -455,6 +470,7 @@ StepStats World::Step() {
     es.converged = !es.failed && stats.cond.env_converged[e] != 0;
     es.health = env_health[e];
   }
+  if (steps_ == 0) ReserveForContacts();
   time_ += w_.params.dt;
   ++steps_;
   stats.step_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();

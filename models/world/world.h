@@ -186,6 +186,9 @@ class World {
 
  private:
   void Finalize();
+  // after the first step: every array the contacts size reserves a bound from the potential
+  // contact points (ContactBounds), so that no later step allocates
+  void ReserveForContacts();
   // registers the k-th body of a kind under the next body id, in the current environment
   void AddBodyId(BodyKind kind, Index k);
   // a failed environment's bodies at rest (World::set_isolate_failures)
