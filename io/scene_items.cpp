@@ -12,13 +12,14 @@ namespace condsim {
 namespace scene_json {
 
 void ParseWorld(const Value& v, WorldParams* w) {
-  v.Object({"dt", "gravity", "kv", "contact_margin", "inelastic", "warm_start", "health"});
+  v.Object({"dt", "gravity", "kv", "contact_margin", "inelastic", "warm_start", "contact_reserve", "health"});
   w->dt = v.Number("dt", w->dt, 0, 1, true);
   w->gravity = v.Vector("gravity", w->gravity);
   w->kv = v.Number("kv", w->kv, 0, kInf, true);
   w->contact_margin = v.Number("contact_margin", w->contact_margin, 0, kInf);
   w->inelastic = v.Bool("inelastic", w->inelastic);
   w->warm_start = v.Bool("warm_start", w->warm_start);
+  if (v.Has("contact_reserve")) w->contact_reserve = int(v.At("contact_reserve").Integer(0, 64));
   if (v.Has("health")) {
     const Value h = v.At("health");
     h.Object({"max_speed", "max_distance", "max_energy_growth"});

@@ -44,6 +44,21 @@ def fit_exponent(xs, ys):
     return slope, my - slope * mx
 
 
+def finish(fig, ax, xlabel, ylabel, title, path, log_grid):
+    """labels, grid and legend of one plot, written to path"""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=8)
+    if log_grid:
+        ax.grid(True, which="both", alpha=0.3)
+    else:
+        ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -91,14 +106,7 @@ def main():
         fs = fit_exponent(x, ys)
         if fs:
             fits[name]["solve_exponent"] = fs[0]
-    ax.set_xlabel("DOFs")
-    ax.set_ylabel("median time per step [s] (solid: wall, dotted: CPU)")
-    ax.set_title(title, fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "time_vs_dof.png"), dpi=110)
-    plt.close(fig)
+    finish(fig, ax, "DOFs", "median time per step [s] (solid: wall, dotted: CPU)", title, os.path.join(out, "time_vs_dof.png"), True)
 
     # iterations vs DOFs
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -109,14 +117,7 @@ def main():
         if fit:
             fits[name]["iterations_exponent"] = fit[0]
         ax.loglog(x, y, "o-", label=name + (" (iters ~ n^%.2f)" % fit[0] if fit else ""))
-    ax.set_xlabel("DOFs")
-    ax.set_ylabel("median COND iterations per step")
-    ax.set_title(title, fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "iterations_vs_dof.png"), dpi=110)
-    plt.close(fig)
+    finish(fig, ax, "DOFs", "median COND iterations per step", title, os.path.join(out, "iterations_vs_dof.png"), True)
 
     # roofline fraction vs DOFs
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -125,15 +126,9 @@ def main():
                     label="%s (copy %.1f GB/s)" % (name, s[0]["copy_gbs"]))
     ax.axhline(1.0, color="gray", lw=0.8, ls="--")
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("DOFs")
-    ax.set_ylabel("iteration traffic / copy bandwidth")
     tm = doc["traffic_model"]
-    ax.set_title(title + "\n" + tm["formula"] + ", k = %d" % tm["k_vector_passes"], fontsize=8)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "roofline_vs_dof.png"), dpi=110)
-    plt.close(fig)
+    finish(fig, ax, "DOFs", "iteration traffic / copy bandwidth",
+           title + "\n" + tm["formula"] + ", k = %d" % tm["k_vector_passes"], os.path.join(out, "roofline_vs_dof.png"), True)
 
     # thread scaling: speed-up over one thread per size (cpu)
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -152,14 +147,7 @@ def main():
         ax.plot(ts, [base / t[k] for k in ts], "o-", label="%d DOFs" % dofs)
     ax.plot([1, tmax], [1, tmax], "--", color="gray", lw=0.8, label="ideal")
     ax.set_xticks(sorted({r["threads"] for r in rows if r["backend"] == "cpu"}))
-    ax.set_xlabel("CPU threads")
-    ax.set_ylabel("speed-up of a step over 1 thread")
-    ax.set_title(title, fontsize=8)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "thread_scaling.png"), dpi=110)
-    plt.close(fig)
+    finish(fig, ax, "CPU threads", "speed-up of a step over 1 thread", title, os.path.join(out, "thread_scaling.png"), False)
 
     with open(os.path.join(out, "fits.json"), "w") as f:
         json.dump(fits, f, indent=2)

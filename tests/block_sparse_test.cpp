@@ -1,6 +1,7 @@
 // Block-sparse pattern construction and validation, and the reference BSR product against a
 // dense Eigen matrix assembled from the blocks.
 #include "condsim/block_sparse.h"
+#include "dense_util.h"
 
 #include <gtest/gtest.h>
 
@@ -11,17 +12,6 @@
 
 namespace condsim {
 namespace {
-
-Eigen::MatrixXd Dense(const BlockMatrix& a) {
-  const BlockPattern& p = a.pattern;
-  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(p.rows(), p.cols());
-  for (Index r = 0; r < p.block_rows; ++r)
-    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
-      for (Index i = 0; i < p.block_dim; ++i)
-        for (Index j = 0; j < p.block_dim; ++j)
-          d(r * p.block_dim + i, p.col_idx[k] * p.block_dim + j) = a.Block(k)[i * p.block_dim + j];
-  return d;
-}
 
 TEST(BlockPattern, FromCoordinatesSortsAndMerges) {
   const BlockPattern p = BlockPattern::FromCoordinates(3, 3, 4, {{2, 1}, {0, 3}, {0, 0}, {2, 1}, {1, 2}});
@@ -64,7 +54,7 @@ TEST(BlockMatrix, MultiplyMatchesDenseProduct) {
     a.values = test::RandomVector(rng, Index(a.pattern.nnz()));
     const auto x = test::RandomVector(rng, a.pattern.cols());
     auto y = test::RandomVector(rng, a.pattern.rows());
-    const Eigen::VectorXd ref = 0.7 * Dense(a) * Eigen::Map<const Eigen::VectorXd>(x.data(), x.size()) +
+    const Eigen::VectorXd ref = 0.7 * DenseOf(a) * Eigen::Map<const Eigen::VectorXd>(x.data(), x.size()) +
                                 -0.3 * Eigen::Map<const Eigen::VectorXd>(y.data(), y.size());
     a.Multiply(0.7, x.data(), -0.3, y.data());
     // tolerance: rounding of <= 6*40 products of magnitude <= 1
@@ -72,9 +62,9 @@ TEST(BlockMatrix, MultiplyMatchesDenseProduct) {
     // AddToBlock accumulates into the right entries
     const Scalar one[36] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
                             1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    const Eigen::MatrixXd before = Dense(a);
+    const Eigen::MatrixXd before = DenseOf(a);
     a.AddToBlock(3, 3, one);
-    const Eigen::MatrixXd diff = Dense(a) - before;
+    const Eigen::MatrixXd diff = DenseOf(a) - before;
     EXPECT_DOUBLE_EQ(diff.sum(), double(bd * bd));
     EXPECT_DOUBLE_EQ(diff.block(3 * bd, 3 * bd, bd, bd).sum(), double(bd * bd));
   }

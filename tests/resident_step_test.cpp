@@ -230,5 +230,41 @@ TEST(ResidentStep, GrowingContactsAllocateNothingAfterTheFirstStep) {
   }
 }
 
+// world.contact_reserve = 0 reserves nothing: the first step allocates less, and cable_winding's
+// growing contacts then allocate in later steps (references: the default's byte count and 0
+// allocations after the first step, exact); the results do not depend on it (bitwise, 60 steps)
+TEST(ResidentStep, ContactReserveZeroTradesAllocationsForMemory) {
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/cable_winding.json");
+  struct Run {
+    std::int64_t first_bytes = 0, later_allocations = 0;
+    std::vector<Scalar> x;
+  };
+  auto run = [&](int reserve) {
+    Scene s = scene;
+    s.world.contact_reserve = reserve;
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(s, be.get());
+    Run r;
+    for (int k = 0; k < 60; ++k) {
+      const BackendCounters before = be->counters();
+      ApplyControls(s, &sw);
+      sw.world->Step();
+      const BackendCounters d = be->counters() - before;
+      if (k == 0) r.first_bytes = d.allocated_bytes;
+      else r.later_allocations += d.allocations;
+    }
+    r.x = sw.world->RodPositions(sw.world->num_bodies() - 1);  // the cable, the scene's only body
+    return r;
+  };
+  const Run reserved = run(4), grown = run(0);
+  std::printf("contact_reserve 4: %lld B in the first step, %lld allocations after; 0: %lld B, %lld allocations\n",
+              static_cast<long long>(reserved.first_bytes), static_cast<long long>(reserved.later_allocations),
+              static_cast<long long>(grown.first_bytes), static_cast<long long>(grown.later_allocations));
+  EXPECT_EQ(reserved.later_allocations, 0);
+  EXPECT_GT(grown.later_allocations, 0);
+  EXPECT_LT(grown.first_bytes, reserved.first_bytes / 4);
+  EXPECT_EQ(reserved.x, grown.x);
+}
+
 }  // namespace
 }  // namespace condsim

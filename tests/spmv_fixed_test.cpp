@@ -14,6 +14,7 @@
 
 #include "condsim/backend.h"
 #include "condsim/block_sparse.h"
+#include "dense_util.h"
 #include "condsim/vector_ops.h"
 #include "cpu/cpu_backend.h"
 #include "test_util.h"
@@ -43,17 +44,6 @@ BlockMatrix RandomMatrix(Index block_dim, Index rows, std::mt19937_64& rng) {
   std::uniform_real_distribution<Scalar> u(-1, 1);
   for (Scalar& v : m.values) v = u(rng);
   return m;
-}
-
-Eigen::MatrixXd Dense(const BlockMatrix& a) {
-  const BlockPattern& p = a.pattern;
-  Eigen::MatrixXd d = Eigen::MatrixXd::Zero(p.rows(), p.cols());
-  for (Index r = 0; r < p.block_rows; ++r)
-    for (Index k = p.row_ptr[r]; k < p.row_ptr[r + 1]; ++k)
-      for (Index i = 0; i < p.block_dim; ++i)
-        for (Index j = 0; j < p.block_dim; ++j)
-          d(r * p.block_dim + i, p.col_idx[k] * p.block_dim + j) = a.Block(k)[i * p.block_dim + j];
-  return d;
 }
 
 // y from the runtime loop, row by row
@@ -111,7 +101,7 @@ void CheckBlockSize() {
   }
 
   // vs dense Eigen: y = A x
-  const Eigen::MatrixXd d = Dense(a);
+  const Eigen::MatrixXd d = DenseOf(a);
   const Eigen::VectorXd ex = Eigen::Map<const Eigen::VectorXd>(x.data(), n);
   const Eigen::VectorXd ref = d * ex;
   const double scale = (d.cwiseAbs() * ex.cwiseAbs()).maxCoeff();

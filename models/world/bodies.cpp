@@ -13,6 +13,7 @@ void WorldParams::Validate() const {
   CONDSIM_CHECK(std::isfinite(gravity[0]) && std::isfinite(gravity[1]) && std::isfinite(gravity[2]), "world: gravity must be finite");
   CONDSIM_CHECK(std::isfinite(kv) && kv > 0, "world: kv must be > 0 [N s/m], got " << kv);
   CONDSIM_CHECK(std::isfinite(contact_margin) && contact_margin >= 0, "world: contact_margin must be >= 0 [m], got " << contact_margin);
+  CONDSIM_CHECK(contact_reserve >= 0 && contact_reserve <= 64, "world: contact_reserve must be in [0, 64] (contacts per potential contact point), got " << contact_reserve);
   cond.Validate();
   health.Validate();
 }

@@ -33,6 +33,10 @@ struct WorldParams {
   Scalar contact_margin = 1e-3;         // detection distance beyond |v| t [m]
   bool inelastic = true;                // restitution 0 at pressed contacts
   bool warm_start = true;               // start each solve from the previous step's v-hat (Sec. V-A5)
+  // contacts per potential contact point that the contact-sized arrays reserve after the first
+  // step (World::ReserveForContacts): 4 = no step allocates on the shipped scenes; 0 = nothing
+  // reserved, the arrays grow as contacts come (less memory: batches of many environments)
+  int contact_reserve = 4;
   CondParams cond;                      // the solver
   HealthLimits health;                  // divergence bounds
   // throws condsim::Error naming the field
