@@ -161,6 +161,11 @@ class CondSolver {
   bool Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v);
   // the fused passes' chunk tables for this node layout (fused_ only)
   void PrepareFused(const std::vector<Index>& dof_offsets);
+  // the fused pass of Chebyshev, theta and the commit (cond_fused.cpp); returns theta^2 per
+  // environment, the chunk sums folded in order
+  std::vector<Scalar> FusedThetaCommit(Array<Scalar>* v);
+  // after that pass: the failed environments take back v^l
+  void FusedRestore(const std::vector<unsigned char>& failed, Array<Scalar>* v);
   void RespondToForces(const Array<Scalar>& b, bool before_sweep);
   // Chebyshev (Alg. 3 lines 7-8) on u
   void Accelerate(int l, Loop* loop, const Array<Scalar>& v);
