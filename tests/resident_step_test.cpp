@@ -193,6 +193,37 @@ TEST(ResidentStep, ShippedScenesAllocateOnceAndTransferLittle) {
   }
 }
 
+// a batched World of 4 environments (4 seeds of soft_ball_gripping in one system): the solver
+// loop uploads nothing per iteration (the Chebyshev state machine runs on the backend, one item
+// per environment, chebyshev_state_ops.h) but the environments' stop flags, one upload per
+// iteration at which some environment stops, so at most 4 per solve; steps 2-10. Reference: the
+// counts the code must give (exact bound). Before (b310cb4: the host's state machine uploaded
+// each iteration's nu per environment): 397 uploads in 9 solves of 454 iterations; now 33, the
+// same 494 downloads (one read per convergence check) and the same restarts
+TEST(ResidentStep, BatchUploadsNothingPerIteration) {
+  std::vector<Scene> scenes;
+  for (std::uint64_t seed : {3, 11, 29, 41}) scenes.push_back(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_ball_gripping.json", &seed));
+  auto be = Cpu();
+  std::vector<SceneWorld> batch = BuildBatch(scenes, be.get());
+  ASSERT_EQ(batch[0].world->num_envs(), 4);
+  std::int64_t loop_uploads = 0, loop_downloads = 0, iterations = 0, solves = 0, restarts = 0;
+  for (int k = 0; k < 10; ++k) {
+    for (std::size_t e = 0; e < batch.size(); ++e) ApplyControls(scenes[e], &batch[e]);
+    const StepStats st = batch[0].world->Step();
+    if (k == 0) continue;
+    loop_uploads += st.cond.loop_counters.uploads;
+    loop_downloads += st.cond.loop_counters.downloads;
+    iterations += st.cond.iterations;
+    restarts += st.cond.chebyshev_restarts;
+    ++solves;
+  }
+  std::printf("batch of 4, steps 2-10: %lld uploads and %lld downloads in %lld solves, %lld iterations, %lld restarts\n",
+              static_cast<long long>(loop_uploads), static_cast<long long>(loop_downloads), static_cast<long long>(solves),
+              static_cast<long long>(iterations), static_cast<long long>(restarts));
+  EXPECT_GT(iterations, 10 * solves);  // Chebyshev ran (l_s = 10)
+  EXPECT_LE(loop_uploads, 4 * solves);
+}
+
 // the scenes whose contacts grow after the first step, stepped past their growth points: no step
 // after the first allocates (the arrays the contacts size reserve ContactBounds from the potential
 // contact points once, World::ReserveForContacts). Reference: 0 (exact). Before (d869291), over

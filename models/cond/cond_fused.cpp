@@ -28,6 +28,7 @@ void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
   chunk_end_host_ = end;
   // the arrays keep their memory (Array::Assign / Resize)
   chunk_begin_.Assign(backend_, begin);
+  first_chunk_dev_.Assign(backend_, first_chunk_);
   chunk_end_.Assign(backend_, end);
   chunk_sum_.Resize(backend_, Index(begin.size()));
   env_flag_.Resize(backend_, ctx_.num_envs);
@@ -50,19 +51,14 @@ bool CondSolver::Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, c
   return step;
 }
 
-std::vector<Scalar> CondSolver::FusedThetaCommit(Array<Scalar>* v) {
+void CondSolver::FusedThetaCommit(Array<Scalar>* v) {
   const Index chunks = first_chunk_.back();
   kernels_->ChebyshevThetaCommit(chunks, CondChebyshevThetaCommitOp{chunk_begin_.data(), chunk_end_.data(), ctx_.node_env.data(),
-                                                                    chebyshev_now_, chebyshev_nu_env_, chebyshev_nu_all_,
+                                                                    chebyshev_now_, env_nu_.data(),
                                                                     static_cast<Scalar>(params_.chebyshev_relax),
                                                                     ctx_.env_active.data(), ctx_.u.data(), v->data(),
                                                                     v_prev_.data(), chunk_sum_.data()});
   chebyshev_now_ = false;
-  const std::vector<Scalar> sums = chunk_sum_.ToHost();
-  std::vector<Scalar> theta2(std::size_t(ctx_.num_envs), 0);
-  for (Index e = 0; e < ctx_.num_envs; ++e)
-    for (Index c = first_chunk_[e]; c < first_chunk_[e + 1]; ++c) theta2[e] = theta2[e] + sums[c];
-  return theta2;
 }
 
 void CondSolver::FusedRestore(const std::vector<unsigned char>& failed, Array<Scalar>* v) {

@@ -5,6 +5,7 @@
 #include "models/cond/barycentric_ops.h"
 #include "models/cond/body_mode_ops.h"
 #include "models/cond/chain_ops.h"
+#include "models/cond/chebyshev_state_ops.h"
 #include "models/cond/cond_ops.h"
 #include "models/cond/rigid_ops.h"
 #include "models/kernel_set.h"
@@ -17,7 +18,7 @@ class CondKernels
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp, CondResidualOp,
-                       CondChebyshevThetaCommitOp, CondRestoreOp> {
+                       CondChebyshevThetaCommitOp, CondRestoreOp, CondChebyshevResetOp, CondChebyshevStepOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -31,9 +32,9 @@ class CondKernels
              Scalar* u) {
     Run(count, ContactSweepOp{c, order, begin, w, env_active, omega, projection, lambda, u});
   }
-  void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar nu_all, Scalar relax,
-                 const Scalar* v, const Scalar* v_prev, Scalar* u) {
-    Run(n, ChebyshevOp{node_env, nu_env, nu_all, relax, v, v_prev, u});
+  void Chebyshev(Index n, const Index* node_env, const Scalar* nu_env, Scalar relax, const Scalar* v,
+                 const Scalar* v_prev, Scalar* u) {
+    Run(n, ChebyshevOp{node_env, nu_env, relax, v, v_prev, u});
   }
   void Commit(Index n, const Index* node_env, const unsigned char* env_active, const Scalar* u,
               Scalar* v, Scalar* v_prev) {
@@ -57,6 +58,8 @@ class CondKernels
   void Residual(Index nodes, const CondResidualOp& op) { Run(nodes, op); }
   void ChebyshevThetaCommit(Index chunks, const CondChebyshevThetaCommitOp& op) { Run(chunks, op); }
   void Restore(Index n, const CondRestoreOp& op) { Run(n, op); }
+  void ChebyshevReset(Index envs, const CondChebyshevResetOp& op) { Run(envs, op); }
+  void ChebyshevStep(Index envs, const CondChebyshevStepOp& op) { Run(envs, op); }
   void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }
   void ChainSpike(Index chains, const ChainSpikeOp& op) { Run(chains, op); }

@@ -54,7 +54,7 @@ struct CondResidualOp {
 
 // one reduction chunk [chunk_begin[c], chunk_end[c]) of DOFs (the fixed chunks of
 // cpu::SegmentedReduce over the environments' DOF ranges, kChunk each): per DOF the Chebyshev
-// update of u (ChebyshevOp; nu_env == nullptr: none), d = u - v, partial[c] = sum of d^2 left
+// update of u (ChebyshevOp, when `accelerate`), d = u - v, partial[c] = sum of d^2 left
 // to right from 0 (theta^2's chunk, Alg. 1 line 12), and for running environments the commit
 // v_prev <- v, v <- u (CommitOp). The chunk sums folded in chunk order per environment give
 // bitwise SegmentedDot(u - v, u - v); an environment whose theta is not finite is restored
@@ -66,8 +66,7 @@ struct CondChebyshevThetaCommitOp {
   const Index* chunk_end;
   const Index* node_env;
   bool accelerate;       // the Chebyshev update first (eq. 38), with
-  const Scalar* nu_env;  // nu per environment, or (null)
-  Scalar nu_all;         // one nu for all
+  const Scalar* nu_env;  // nu per environment (CondChebyshevStepOp's)
   Scalar relax;
   const unsigned char* env_active;
   Scalar* u;
@@ -79,7 +78,7 @@ struct CondChebyshevThetaCommitOp {
     for (Index k = chunk_begin[c]; k < chunk_end[c]; ++k) {
       const Index e = node_env[k / 3];
       if (accelerate) {
-        const Scalar nu = nu_env != nullptr ? nu_env[e] : nu_all;
+        const Scalar nu = nu_env[e];
         if (nu != Scalar(1)) u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
       }
       const Scalar d = u[k] - v[k];
@@ -165,18 +164,17 @@ struct ContactSweepOp {
 };
 
 // Chebyshev semi-iteration (Alg. 3 line 8, eq. 38) with under-relaxation: per DOF,
-//   u <- nu (relax (u - v) + v - v_prev) + v_prev,  nu = nu_env[env of the node], or nu_all
-//   when nu_env is null (one environment: nu passed by value, nothing uploaded)
+//   u <- nu (relax (u - v) + v - v_prev) + v_prev,  nu = nu_env[env of the node] (computed on
+//   the backend by CondChebyshevStepOp: nothing uploaded)
 struct ChebyshevOp {
   const Index* node_env;
   const Scalar* nu_env;
-  Scalar nu_all;
   Scalar relax;
   const Scalar* v;
   const Scalar* v_prev;
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index k) const {
-    const Scalar nu = nu_env != nullptr ? nu_env[node_env[k / 3]] : nu_all;
+    const Scalar nu = nu_env[node_env[k / 3]];
     if (nu == Scalar(1)) return;
     u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
   }

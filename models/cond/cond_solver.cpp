@@ -11,10 +11,6 @@
 #include "models/cond/cond_kernels.h"
 
 namespace condsim {
-namespace {
-// a Chebyshev semi-iteration restarts when its residual grows to this multiple of its smallest
-constexpr double kChebyshevRestartGrowth = 10;
-}  // namespace
 
 const char* ToString(StepSize s) {
   switch (s) {
@@ -285,8 +281,10 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
       ctx_.perm_y.Resize(b, n);
     }
     for (Array<Scalar>* x : {&ctx_.w, &ctx_.r, &ctx_.u, &ctx_.f, &ctx_.f_new, &v_prev_, &diff_}) x->Resize(b, n);
-    env_scalar_.Resize(b, ctx_.num_envs);
+    env_nu_.Resize(b, ctx_.num_envs);
     env_theta2_.Resize(b, ctx_.num_envs);
+    env_chebyshev_.Resize(b, ctx_.num_envs);
+    env_check_.Resize(b, 2 * ctx_.num_envs);
     ctx_.env_active.Resize(b, ctx_.num_envs);
     row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
@@ -375,76 +373,57 @@ void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, 
   RespondToForces(b, false);
 }
 
-// per-environment state of one solve's loop
+// per-environment state of one solve's loop (the Chebyshev state is on the backend:
+// env_chebyshev_, chebyshev_state_ops.h)
 struct CondSolver::Loop {
   std::vector<unsigned char> active;
   std::vector<unsigned char> pending;  // theta passed; the momentum check at the next r decides
   bool any_pending = false;
   int running = 0;
-  std::vector<double> theta_prev, rho, nu;
-  std::vector<double> theta_min;  // smallest residual of the running semi-iteration
-  std::vector<int> l_min;         // and its iteration
-  std::vector<int> plain;         // plain iterations after a restart
-  std::vector<int> cheb_start;    // l_s per environment, moved on by a restart
-  std::vector<Scalar> host_scalar;
-  explicit Loop(Index ne, int chebyshev_start)
-      : active(std::size_t(ne), 1), pending(std::size_t(ne), 0), running(ne), theta_prev(std::size_t(ne), 0), rho(std::size_t(ne), 1), nu(std::size_t(ne), 1),
-        theta_min(std::size_t(ne), 0), l_min(std::size_t(ne), 0), plain(std::size_t(ne), chebyshev_start),
-        cheb_start(std::size_t(ne), chebyshev_start), host_scalar(std::size_t(ne)) {}
+  std::vector<Scalar> check;  // theta^2 and the Chebyshev restarts per environment, as last read
+  explicit Loop(Index ne) : active(std::size_t(ne), 1), pending(std::size_t(ne), 0), running(ne) {}
 };
 
-void CondSolver::Accelerate(int l, Loop* loop, const Array<Scalar>& v) {
-  // nu from rho of the previous iteration; per environment it starts at cheb_start[e]
+void CondSolver::Accelerate(int l, const Array<Scalar>& v) {
+  // nu per environment from the backend's state machine (Converge's CondChebyshevStepOp, which
+  // starts each environment at its own cheb_start): nothing uploaded
   if (!params_.chebyshev || l < params_.chebyshev_start) return;
-  for (Index e = 0; e < ctx_.num_envs; ++e) {
-    double& nu = loop->nu[e];
-    const double rho = loop->rho[e];
-    if (l < loop->cheb_start[e]) {
-      nu = 1;
-    } else {
-      nu = l == loop->cheb_start[e] ? 2 / (2 - rho * rho) : 4 / (4 - rho * rho * nu);  // eq. 38
-    }
-    loop->host_scalar[e] = static_cast<Scalar>(nu);
-  }
-  // one environment: nu is the kernel's argument (no upload per iteration; nu = 1 changes
-  // nothing); a batch uploads its nu per environment
-  const Scalar* nu_env = nullptr;
-  if (ctx_.num_envs == 1) {
-    if (loop->host_scalar[0] == Scalar(1)) return;
-  } else {
-    env_scalar_.CopyFromHost(loop->host_scalar);
-    nu_env = env_scalar_.data();
-  }
   if (fused_) {
-    // in Converge's pass
-    chebyshev_now_ = true;
-    chebyshev_nu_env_ = nu_env;
-    chebyshev_nu_all_ = loop->host_scalar[0];
+    chebyshev_now_ = true;  // in Converge's pass
     return;
   }
-  kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), nu_env, loop->host_scalar[0], static_cast<Scalar>(params_.chebyshev_relax),
-                      v.data(), v_prev_.data(), ctx_.u.data());
+  kernels_->Chebyshev(3 * ctx_.nodes, ctx_.node_env.data(), env_nu_.data(), static_cast<Scalar>(params_.chebyshev_relax), v.data(),
+                      v_prev_.data(), ctx_.u.data());
 }
 
 void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   Backend& be = *backend_;
   // theta_e = |v^{l+1} - v^l| per environment (Alg. 1 line 12); fused: with the Chebyshev
-  // update before it and the commit after it in one pass, the chunks folded here in order
-  std::vector<Scalar> theta2;
+  // update before it and the commit after it in one pass, the chunks folded in order by the
+  // state machine's pass
   if (fused_) {
-    theta2 = FusedThetaCommit(v);
+    FusedThetaCommit(v);
   } else {
     be.Copy(ctx_.u, &diff_);
     be.Axpby(-1, *v, 1, &diff_);
     ctx_.EnvDot(diff_, diff_, &env_theta2_);
-    theta2 = env_theta2_.ToHost();
   }
+  // per environment the Chebyshev state machine (rho, restarts, the next nu) on the backend; the
+  // host reads theta^2 and the restarts in one download
+  kernels_->ChebyshevStep(ctx_.num_envs, CondChebyshevStepOp{fused_ ? chunk_sum_.data() : nullptr, fused_ ? first_chunk_dev_.data() : nullptr,
+                                                            fused_ ? nullptr : env_theta2_.data(), ctx_.env_active.data(),
+                                                            ctx_.num_envs, l, params_.chebyshev, params_.chebyshev_start,
+                                                            params_.max_iterations, env_chebyshev_.data(), env_nu_.data(),
+                                                            env_check_.data()});
+  loop->check = env_check_.ToHost();
+  st->chebyshev_restarts = 0;
+  for (Index e = 0; e < ctx_.num_envs; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ctx_.num_envs + e)]);
   std::vector<unsigned char> failed;
   bool changed = false;
   double worst = 0;
   for (Index e = 0; e < ctx_.num_envs; ++e) {
     if (!loop->active[e]) continue;
-    const double theta = std::sqrt(double(theta2[e]));
+    const double theta = std::sqrt(double(loop->check[std::size_t(e)]));
     if (!std::isfinite(theta)) {
       // divergence: this environment keeps its last finite iterate, the others go on
       st->failed_envs.push_back(e);
@@ -458,24 +437,6 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
     worst = std::max(worst, theta);
     st->env_iterations[e] = l + 1;
     st->env_residual[e] = theta;
-    loop->rho[e] = loop->theta_prev[e] > 0 ? std::min(theta / loop->theta_prev[e], 1.0) : 1.0;  // eq. 39
-    // safeguard: an accelerated residual that grew to kChebyshevRestartGrowth times the
-    // smallest of this semi-iteration, or found no new smallest in 2 l_s iterations (rho
-    // over-estimated, e.g. at the rounding floor or while contacts switch), restarts it after
-    // plain iterations (l_s, doubled at each restart, so acceleration that keeps failing fades
-    // out; the plain iteration converges, Prop. 3-6)
-    if (params_.chebyshev && l >= loop->cheb_start[e]) {
-      if (l == loop->cheb_start[e] || theta < loop->theta_min[e]) {
-        loop->theta_min[e] = theta;
-        loop->l_min[e] = l;
-      }
-      if (theta > kChebyshevRestartGrowth * loop->theta_min[e] || l - loop->l_min[e] >= 2 * params_.chebyshev_start) {
-        loop->plain[e] = std::min(2 * loop->plain[e], params_.max_iterations);
-        loop->cheb_start[e] = l + 1 + loop->plain[e];
-        ++st->chebyshev_restarts;
-      }
-    }
-    loop->theta_prev[e] = theta;
   }
   if (changed) SetActive(loop->active);
   if (!fused_) {
@@ -556,7 +517,9 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   step_.Compute(a, parts_);
   for (CondComponent* c : parts_)
     if (c->active()) c->Prepare(a);
-  Loop loop(ne, params_.chebyshev_start);
+  Loop loop(ne);
+  // the Chebyshev states start plain (rho = nu = 1) until l_s
+  kernels_->ChebyshevReset(ne, CondChebyshevResetOp{params_.chebyshev_start, env_chebyshev_.data()});
   // environments left out (SetEnabledEnvironments) keep v as it is
   CONDSIM_CHECK(ctx_.env_enabled.empty() || Index(ctx_.env_enabled.size()) == ne,
                 "COND: enabled flags for " << ctx_.env_enabled.size() << " environments, the node layout has " << ne);
@@ -585,7 +548,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     if (loop.running == 0) break;
     step_.Update(l, *v, v_prev_);
     Iterate(l, b, *v, u_ready);
-    Accelerate(l, &loop, *v);
+    Accelerate(l, *v);
     Converge(l, &loop, v, &st);
   }
   // at l_max the last iterate's momentum check needs one more r

@@ -16,6 +16,7 @@
 
 #include "condsim/backend.h"
 #include "condsim/contacts.h"
+#include "models/cond/chebyshev_state_ops.h"
 #include "models/cond/cond_barycentric.h"
 #include "models/cond/cond_body_modes.h"
 #include "models/cond/cond_chains.h"
@@ -161,15 +162,16 @@ class CondSolver {
   bool Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v);
   // the fused passes' chunk tables for this node layout (fused_ only)
   void PrepareFused(const std::vector<Index>& dof_offsets);
-  // the fused pass of Chebyshev, theta and the commit (cond_fused.cpp); returns theta^2 per
-  // environment, the chunk sums folded in order
-  std::vector<Scalar> FusedThetaCommit(Array<Scalar>* v);
+  // the fused pass of Chebyshev, theta and the commit (cond_fused.cpp): theta^2's chunk sums in
+  // chunk_sum_ (CondChebyshevStepOp folds them)
+  void FusedThetaCommit(Array<Scalar>* v);
   // after that pass: the failed environments take back v^l
   void FusedRestore(const std::vector<unsigned char>& failed, Array<Scalar>* v);
   void RespondToForces(const Array<Scalar>& b, bool before_sweep);
-  // Chebyshev (Alg. 3 lines 7-8) on u
-  void Accelerate(int l, Loop* loop, const Array<Scalar>& v);
-  // theta per environment (Alg. 1 line 12), Chebyshev restarts, u accepted as v, and the
+  // Chebyshev (Alg. 3 line 8) on u with the nu the last Converge computed on the backend
+  void Accelerate(int l, const Array<Scalar>& v);
+  // theta per environment (Alg. 1 line 12), the Chebyshev state machine (rho, restarts and the
+  // next nu, Alg. 3 line 7, on the backend: CondChebyshevStepOp), u accepted as v, and the
   // environments that stop (line 13) or fail
   void Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st);
   // the momentum check of the environments whose theta passed: theta_p from r = A v - b (computed
@@ -188,7 +190,9 @@ class CondSolver {
   CondContext ctx_;
   bool contacts_dirty_ = true;
   // per DOF / per environment arrays of the loop
-  Array<Scalar> v_prev_, diff_, env_scalar_, env_theta2_;
+  Array<Scalar> v_prev_, diff_, env_nu_, env_theta2_;
+  Array<Scalar> env_check_;  // per environment theta^2, then the Chebyshev restarts (one read)
+  Array<CondChebyshevEnv> env_chebyshev_;  // per environment the Chebyshev state (chebyshev_state_ops.h)
   Array<unsigned char> row_active_;  // per node: its environment still iterates (num_envs > 1)
   // the fused passes (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp): on the CPU with
   // environments stored contiguously, one pass each for r (+ the W step) and for Chebyshev +
@@ -197,10 +201,8 @@ class CondSolver {
   // each environment, and per environment a flag for CondRestoreOp
   bool fused_layout_ = false;  // the backend and node layout allow them
   bool fused_ = false;         // and this solve runs them (CondParams::fused_passes)
-  bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update to the fused pass
-  const Scalar* chebyshev_nu_env_ = nullptr;  // its nu per environment (a batch), or
-  Scalar chebyshev_nu_all_ = 1;               // one nu for all (one environment)
-  Array<Index> chunk_begin_, chunk_end_;
+  bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update (env_nu_) to the fused pass
+  Array<Index> chunk_begin_, chunk_end_, first_chunk_dev_;
   Array<Scalar> chunk_sum_;
   std::vector<Index> first_chunk_, chunk_begin_host_, chunk_end_host_;
   Array<unsigned char> env_flag_;

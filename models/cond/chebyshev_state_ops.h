@@ -1,0 +1,112 @@
+// The per-environment state machine of the Chebyshev semi-iteration (paper Alg. 3, Sec. IV-D;
+// docs/solver.md "Chebyshev safeguard") on the backend: one item per environment, so the solver
+// loop uploads no nu; the host reads theta^2 and the restarts per environment (16 B) once per
+// convergence check. Double precision throughout, the operations in the order the host ran them
+// before (bitwise the same nu, restarts and theta).
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+
+#include "condsim/core.h"
+
+namespace condsim {
+
+// one environment's state between iterations
+struct CondChebyshevEnv {
+  double theta_prev;  // theta of the last iteration it ran
+  double rho;         // eq. 39's estimate
+  double nu;          // eq. 38's nu of the next iteration (1: plain)
+  double theta_min;   // smallest residual of the running semi-iteration
+  int l_min;          // the iteration of theta_min
+  int plain;          // plain iterations after a restart (l_s, doubled at each restart)
+  int cheb_start;     // the iteration its semi-iteration (re)starts at
+  int restarts;       // restarts in this solve (CondStats::chebyshev_restarts)
+};
+
+// per environment at the start of a solve: plain until l_s
+struct CondChebyshevResetOp {
+  int chebyshev_start;  // l_s
+  CondChebyshevEnv* env;
+  CONDSIM_HD_INLINE void operator()(Index e) const {
+    CondChebyshevEnv& s = env[e];
+    s.theta_prev = 0;
+    s.rho = 1;
+    s.nu = 1;
+    s.theta_min = 0;
+    s.l_min = 0;
+    s.plain = chebyshev_start;
+    s.cheb_start = chebyshev_start;
+    s.restarts = 0;
+  }
+};
+
+// per environment after iteration l's theta^2: its sum (the fused pass's chunk sums folded in
+// chunk order, or given), then, when it is running and theta is finite, rho = min(theta /
+// theta_prev, 1) (eq. 39) and the safeguard (an accelerated residual that grew to
+// kRestartGrowth times the smallest of this semi-iteration, or found no new smallest in
+// 2 l_s iterations, restarts it after `plain` plain iterations, doubled at each restart); then
+// for every environment the nu of iteration l + 1 (Alg. 3 line 7, eq. 38) into nu_env; the
+// host's read: check[e] = theta^2, check[num_envs + e] = the restarts so far (exact integers)
+struct CondChebyshevStepOp {
+  // a semi-iteration restarts when its residual grows to this multiple of its smallest
+  static constexpr double kRestartGrowth = 10;
+  const Scalar* chunk_sum;    // the fused pass's chunk sums (null: theta2 given)
+  const Index* first_chunk;   // each environment's first chunk, num_envs + 1 entries
+  const Scalar* theta2;       // theta^2 per environment when chunk_sum is null
+  const unsigned char* env_active;
+  Index num_envs;
+  int l;                      // the iteration that just ran
+  bool chebyshev;             // CondParams::chebyshev
+  int chebyshev_start;        // l_s
+  int max_iterations;         // l_max (bounds the plain stretch)
+  CondChebyshevEnv* env;
+  Scalar* nu_env;             // the next iteration's nu per environment (Chebyshev only)
+  Scalar* check;              // 2 num_envs: theta^2, then the restarts
+  CONDSIM_HD_INLINE void operator()(Index e) const {
+    CondChebyshevEnv s = env[e];
+    Scalar sum = 0;
+    if (chunk_sum != nullptr) {
+      for (Index c = first_chunk[e]; c < first_chunk[e + 1]; ++c) sum = sum + chunk_sum[c];
+    } else {
+      sum = theta2[e];
+    }
+    const double theta = std::sqrt(double(sum));
+    // theta >= 0 or NaN: finite iff <= DBL_MAX (a failed environment keeps its state)
+    if (env_active[e] && theta <= DBL_MAX) {
+      if (s.theta_prev > 0) {
+        const double q = theta / s.theta_prev;
+        s.rho = 1.0 < q ? 1.0 : q;  // eq. 39 (std::min's comparison)
+      } else {
+        s.rho = 1.0;
+      }
+      if (chebyshev && l >= s.cheb_start) {
+        if (l == s.cheb_start || theta < s.theta_min) {
+          s.theta_min = theta;
+          s.l_min = l;
+        }
+        if (theta > kRestartGrowth * s.theta_min || l - s.l_min >= 2 * chebyshev_start) {
+          s.plain = max_iterations < 2 * s.plain ? max_iterations : 2 * s.plain;
+          s.cheb_start = l + 1 + s.plain;
+          ++s.restarts;
+        }
+      }
+      s.theta_prev = theta;
+    }
+    // nu of the next iteration, per environment from its own l_s
+    const int next = l + 1;
+    if (chebyshev && next >= chebyshev_start) {
+      if (next < s.cheb_start) {
+        s.nu = 1;
+      } else {
+        s.nu = next == s.cheb_start ? 2 / (2 - s.rho * s.rho) : 4 / (4 - s.rho * s.rho * s.nu);  // eq. 38
+      }
+      nu_env[e] = static_cast<Scalar>(s.nu);
+    }
+    env[e] = s;
+    check[e] = sum;
+    check[num_envs + e] = static_cast<Scalar>(s.restarts);
+  }
+};
+
+}  // namespace condsim
