@@ -41,8 +41,22 @@ struct CondChebyshevResetOp {
   }
 };
 
+// the first of the ascending chunk starts chunk_begin[0 .. chunks) at or after DOF k (lower bound)
+CONDSIM_HD_INLINE Index FirstChunkAt(const Index* chunk_begin, Index chunks, Index k) {
+  Index lo = 0, hi = chunks;
+  while (lo < hi) {
+    const Index mid = lo + (hi - lo) / 2;
+    if (chunk_begin[mid] < k) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
 // per environment after iteration l's theta^2: its sum (the fused pass's chunk sums folded in
-// chunk order, or given), then, when it is running and theta is finite, rho = min(theta /
+// chunk order: the chunks starting in its DOF range, or given), then, when it is running and theta is finite, rho = min(theta /
 // theta_prev, 1) (eq. 39) and the safeguard (an accelerated residual that grew to
 // kRestartGrowth times the smallest of this semi-iteration, or found no new smallest in
 // 2 l_s iterations, restarts it after `plain` plain iterations, doubled at each restart); then
@@ -52,7 +66,9 @@ struct CondChebyshevStepOp {
   // a semi-iteration restarts when its residual grows to this multiple of its smallest
   static constexpr double kRestartGrowth = 10;
   const Scalar* chunk_sum;    // the fused pass's chunk sums (null: theta2 given)
-  const Index* first_chunk;   // each environment's first chunk, num_envs + 1 entries
+  const Index* chunk_begin;   // and the chunks' first DOFs (ascending)
+  Index chunks;
+  const Index* dof_offsets;   // each environment's DOF range, num_envs + 1 entries
   const Scalar* theta2;       // theta^2 per environment when chunk_sum is null
   const unsigned char* env_active;
   Index num_envs;
@@ -67,7 +83,8 @@ struct CondChebyshevStepOp {
     CondChebyshevEnv s = env[e];
     Scalar sum = 0;
     if (chunk_sum != nullptr) {
-      for (Index c = first_chunk[e]; c < first_chunk[e + 1]; ++c) sum = sum + chunk_sum[c];
+      const Index end = FirstChunkAt(chunk_begin, chunks, dof_offsets[e + 1]);
+      for (Index c = FirstChunkAt(chunk_begin, chunks, dof_offsets[e]); c < end; ++c) sum = sum + chunk_sum[c];
     } else {
       sum = theta2[e];
     }

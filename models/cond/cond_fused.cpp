@@ -13,22 +13,18 @@ void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
   // cpu::SegmentedReduce's chunks: each environment's DOF range cut every kChunk DOFs
   constexpr Index kChunk = CondChebyshevThetaCommitOp::kChunk;
   std::vector<Index> begin, end;
-  first_chunk_.assign(dof_offsets.size(), 0);
   for (std::size_t e = 0; e + 1 < dof_offsets.size(); ++e) {
-    first_chunk_[e] = Index(begin.size());
     for (Index k = dof_offsets[e]; k < dof_offsets[e + 1]; k += kChunk) {
       begin.push_back(k);
       end.push_back(std::min(k + kChunk, dof_offsets[e + 1]));
     }
   }
-  first_chunk_.back() = Index(begin.size());
   // the same layout again (a World re-prepares every step): keep the arrays
   if (begin == chunk_begin_host_ && end == chunk_end_host_ && env_flag_.size() == ctx_.num_envs) return;
   chunk_begin_host_ = begin;
   chunk_end_host_ = end;
   // the arrays keep their memory (Array::Assign / Resize)
   chunk_begin_.Assign(backend_, begin);
-  first_chunk_dev_.Assign(backend_, first_chunk_);
   chunk_end_.Assign(backend_, end);
   chunk_sum_.Resize(backend_, Index(begin.size()));
   env_flag_.Resize(backend_, ctx_.num_envs);
@@ -52,7 +48,7 @@ bool CondSolver::Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, c
 }
 
 void CondSolver::FusedThetaCommit(Array<Scalar>* v) {
-  const Index chunks = first_chunk_.back();
+  const Index chunks = Index(chunk_begin_host_.size());
   kernels_->ChebyshevThetaCommit(chunks, CondChebyshevThetaCommitOp{chunk_begin_.data(), chunk_end_.data(), ctx_.node_env.data(),
                                                                     chebyshev_now_, env_nu_.data(),
                                                                     static_cast<Scalar>(params_.chebyshev_relax),

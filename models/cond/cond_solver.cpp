@@ -410,7 +410,8 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   }
   // per environment the Chebyshev state machine (rho, restarts, the next nu) on the backend; the
   // host reads theta^2 and the restarts in one download
-  kernels_->ChebyshevStep(ctx_.num_envs, CondChebyshevStepOp{fused_ ? chunk_sum_.data() : nullptr, fused_ ? first_chunk_dev_.data() : nullptr,
+  kernels_->ChebyshevStep(ctx_.num_envs, CondChebyshevStepOp{fused_ ? chunk_sum_.data() : nullptr, chunk_begin_.data(), Index(chunk_begin_host_.size()),
+                                                            ctx_.dof_offsets.array().data(),
                                                             fused_ ? nullptr : env_theta2_.data(), ctx_.env_active.data(),
                                                             ctx_.num_envs, l, params_.chebyshev, params_.chebyshev_start,
                                                             params_.max_iterations, env_chebyshev_.data(), env_nu_.data(),

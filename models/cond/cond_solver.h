@@ -197,14 +197,14 @@ class CondSolver {
   // the fused passes (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp): on the CPU with
   // environments stored contiguously, one pass each for r (+ the W step) and for Chebyshev +
   // theta + commit instead of ~8 separate kernels; CUDA keeps the separate kernels and its own
-  // reductions. Chunks of the environments' DOF ranges, their theta^2 sums, the first chunk of
-  // each environment, and per environment a flag for CondRestoreOp
+  // reductions. Chunks of the environments' DOF ranges (CondChebyshevStepOp finds each
+  // environment's by its range), their theta^2 sums, and per environment a flag for CondRestoreOp
   bool fused_layout_ = false;  // the backend and node layout allow them
   bool fused_ = false;         // and this solve runs them (CondParams::fused_passes)
   bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update (env_nu_) to the fused pass
-  Array<Index> chunk_begin_, chunk_end_, first_chunk_dev_;
+  Array<Index> chunk_begin_, chunk_end_;
   Array<Scalar> chunk_sum_;
-  std::vector<Index> first_chunk_, chunk_begin_host_, chunk_end_host_;
+  std::vector<Index> chunk_begin_host_, chunk_end_host_;
   Array<unsigned char> env_flag_;
   // the momentum check: SetMassDiagonal's values, per body its DOF range, the masks of its
   // x, y, z DOFs with mass, its mass, its nodes with mass and its environment
