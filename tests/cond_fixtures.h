@@ -43,6 +43,14 @@ inline Result Solve(const BlockMatrix& a, const std::vector<Scalar>& b, const Co
   return r;
 }
 
+// parameters converging far (theta_th = theta, up to 200000 iterations)
+inline CondParams Tight(double theta = 1e-12) {
+  CondParams p;
+  p.theta_threshold = theta;
+  p.max_iterations = 200000;
+  return p;
+}
+
 inline BlockMatrix DiagonalMatrix(Index nodes, Scalar d) {
   std::vector<std::pair<Index, Index>> coords;
   for (Index i = 0; i < nodes; ++i) coords.push_back({i, i});

@@ -5,19 +5,15 @@
 // - random SPD systems with contacts: consistency (Remark 1), the SCC of eq. 11 at the solution,
 //   and lambda against a dense projected Gauss-Seidel on the Delassus operator J A^-1 J^T
 //   (strict operator fixed point = SCC) and, frictionless, against a brute-force LCP;
-// - Chebyshev on a stiff mass-spring net on a plane: fewer iterations, same v;
-// - batching: per-environment stopping, one diverging environment leaves the others intact;
-// - the CPU's fused vector passes against the separate kernels: bitwise the same iterates.
+// - batching: per-environment stopping, one diverging environment leaves the others intact.
+// Chebyshev and the CPU's fused passes: tests/cond_fused_test.cpp.
 #include "models/cond/cond_solver.h"
 
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
 
-#include <cstring>
-
 #include "condsim/batch.h"
-#include "fixtures/mass_spring.h"
 #include "cond_fixtures.h"
 #include "test_util.h"
 
@@ -32,13 +28,7 @@ using test::Solve;
 using test::DenseA;
 using test::DenseJc;
 using test::ReferencePgs;
-
-CondParams Tight(double theta = 1e-12) {
-  CondParams p;
-  p.theta_threshold = theta;
-  p.max_iterations = 200000;
-  return p;
-}
+using test::Tight;
 
 const Vec3 kUp(0, 0, 1);
 constexpr Scalar kG = 9.81, kT = 0.01, kM = 0.5;
@@ -387,32 +377,6 @@ TEST(CondRandom, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(one.stats.iterations, many.stats.iterations);
 }
 
-// ---- mass-spring net: Chebyshev -------------------------------------------------------------
-
-TEST(CondChebyshev, StiffNetOnAPlaneConvergesFasterToTheSameVelocity) {
-  auto rng = test::Rng();
-  const Index nx = 16, ny = 16;
-  // in-plane random initial velocities (sliding, stretching the springs) pressed onto the ground
-  std::vector<Scalar> v0 = test::RandomVector(rng, 3 * nx * ny, -0.5, 0.5);
-  for (Index i = 0; i < nx * ny; ++i) v0[3 * i + 2] = -0.2;
-  // node mass 0.01 kg, springs 1e3 N/m: t^2 k / (2m) = 5 (stiff relative to the mass)
-  const MassSpringSystem s = MakeMassSpringGrid(nx, ny, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
-  CondParams plain = Tight(1e-10), cheb = plain;
-  plain.chebyshev = false;
-  cheb.chebyshev = true;
-  const Result a = Solve(s.a, s.b, s.contacts, plain);
-  const Result b = Solve(s.a, s.b, s.contacts, cheb);
-  ASSERT_TRUE(a.stats.converged);
-  ASSERT_TRUE(b.stats.converged);
-  std::cout << "[ info     ] iterations to theta 1e-10: plain " << a.stats.iterations << ", chebyshev "
-            << b.stats.iterations << "\n";
-  EXPECT_LT(b.stats.iterations, a.stats.iterations);
-  // both within theta_th / (1 - rho) of the fixed point: compare at 1e-6 relative
-  EXPECT_LT(test::RelativeError(b.v, a.v), 1e-6);
-  EXPECT_LE(a.consistency, 1e-8);
-  EXPECT_LE(b.consistency, 1e-8);
-}
-
 // ---- batches ----------------------------------------------------------------------------------
 
 TEST(CondBatch, EnvironmentsStopOnTheirOwnAndOneFailureIsContained) {
@@ -445,73 +409,6 @@ TEST(CondBatch, EnvironmentsStopOnTheirOwnAndOneFailureIsContained) {
     const std::vector<Scalar> part(batch.v.begin() + 36 * e, batch.v.begin() + 36 * (e + 1));
     EXPECT_EQ(part, alone.v) << "env " << e;
   }
-}
-
-// ---- fused passes ----------------------------------------------------------------------------
-
-// the fused residual / Chebyshev-theta-commit passes (CondParams::fused_passes, cond_ops.h) must
-// perform the separate kernels' arithmetic in the same order: v, lambda, the iteration counts and
-// every iteration's theta bitwise equal (reference: the separate kernels on the same backend;
-// tolerance 0). A net of 60 x 60 nodes has 10800 DOFs, three reduction chunks (with two, any
-// fold order gives the same sum)
-TEST(CondFused, FusedPassesGiveTheSeparateKernelsIterates) {
-  auto rng = test::Rng();
-  const Index nx = 60, ny = 60;
-  std::vector<Scalar> v0 = test::RandomVector(rng, 3 * nx * ny, -0.5, 0.5);
-  for (Index i = 0; i < nx * ny; ++i) v0[3 * i + 2] = -0.2;
-  const MassSpringSystem s = MakeMassSpringGrid(nx, ny, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
-  auto expect_same = [](const Result& fused, const Result& plain, const std::string& what) {
-    EXPECT_EQ(fused.stats.iterations, plain.stats.iterations) << what;
-    EXPECT_EQ(fused.stats.history, plain.stats.history) << what;
-    // bitwise (a failed environment's impulses may hold NaN, which == would reject)
-    auto bitwise = [](const std::vector<Scalar>& x, const std::vector<Scalar>& y) {
-      return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(Scalar) * x.size()) == 0;
-    };
-    EXPECT_TRUE(bitwise(fused.v, plain.v)) << what;
-    EXPECT_TRUE(bitwise(fused.lambda, plain.lambda)) << what;
-    EXPECT_EQ(fused.stats.failed_envs, plain.stats.failed_envs) << what;
-  };
-  for (StepSize step : {StepSize::kFrobenius, StepSize::kBB1}) {
-    for (bool cheb : {true, false}) {
-      CondParams params = Tight(1e-10);
-      params.max_iterations = 400;
-      params.step_size = step;
-      params.chebyshev = cheb;
-      params.record_history = true;
-      CondParams separate = params;
-      separate.fused_passes = false;
-      const std::string what = std::string(ToString(step)) + (cheb ? " chebyshev" : " plain");
-      for (int threads : {1, 2}) {
-        const Result fused = Solve(s.a, s.b, s.contacts, params, {}, {}, threads);
-        const Result plain = Solve(s.a, s.b, s.contacts, separate, {}, {}, 1);
-        ASSERT_GT(fused.stats.iterations, 20) << what;
-        expect_same(fused, plain, what + " threads " + std::to_string(threads));
-      }
-    }
-  }
-  // a batch of 3 nets, the middle one poisoned: it fails and keeps its last finite iterate
-  std::vector<BlockMatrix> mats(3, s.a);
-  std::vector<Scalar> b;
-  std::vector<Index> node_env;
-  ContactSet all;
-  for (int e = 0; e < 3; ++e) {
-    b.insert(b.end(), s.b.begin(), s.b.end());
-    if (e == 1) b[b.size() - 7] = std::nan("");
-    for (Index k = 0; k < nx * ny; ++k) node_env.push_back(e);
-    for (Index m = 0; m < s.contacts.size(); ++m)
-      all.Add(s.contacts.node_i[m] + nx * ny * e, -1, s.contacts.Frame(m), s.contacts.phi[m], s.contacts.mu1[m], s.contacts.mu2[m], e);
-  }
-  const PackedBatch packed = PackBlockDiagonal(mats);
-  CondParams params = Tight(1e-10);
-  params.max_iterations = 400;
-  params.record_history = true;
-  CondParams separate = params;
-  separate.fused_passes = false;
-  const Result fused = Solve(packed.matrix, b, all, params, {}, node_env);
-  const Result plain = Solve(packed.matrix, b, all, separate, {}, node_env);
-  EXPECT_EQ(fused.stats.failed_envs, std::vector<int>{1});
-  expect_same(fused, plain, "batch");
-  EXPECT_EQ(fused.stats.env_iterations, plain.stats.env_iterations);
 }
 
 TEST(CondSolverInput, RejectsBadParametersAndContacts) {
