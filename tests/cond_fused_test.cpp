@@ -24,16 +24,20 @@ using test::Result;
 using test::Solve;
 using test::Tight;
 
+// a net of nx x ny nodes with random in-plane velocities (sliding, stretching the springs)
+// pressed onto the ground; node mass 0.01 kg, springs 1e3 N/m: t^2 k / (2m) = 5 (stiff relative
+// to the mass)
+MassSpringSystem PressedNet(Index nx, Index ny) {
+  auto rng = test::Rng();
+  std::vector<Scalar> v0 = test::RandomVector(rng, 3 * nx * ny, -0.5, 0.5);
+  for (Index i = 0; i < nx * ny; ++i) v0[3 * i + 2] = -0.2;
+  return MakeMassSpringGrid(nx, ny, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
+}
+
 // ---- mass-spring net: Chebyshev -------------------------------------------------------------
 
 TEST(CondChebyshev, StiffNetOnAPlaneConvergesFasterToTheSameVelocity) {
-  auto rng = test::Rng();
-  const Index nx = 16, ny = 16;
-  // in-plane random initial velocities (sliding, stretching the springs) pressed onto the ground
-  std::vector<Scalar> v0 = test::RandomVector(rng, 3 * nx * ny, -0.5, 0.5);
-  for (Index i = 0; i < nx * ny; ++i) v0[3 * i + 2] = -0.2;
-  // node mass 0.01 kg, springs 1e3 N/m: t^2 k / (2m) = 5 (stiff relative to the mass)
-  const MassSpringSystem s = MakeMassSpringGrid(nx, ny, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
+  const MassSpringSystem s = PressedNet(16, 16);
   CondParams plain = Tight(1e-10), cheb = plain;
   plain.chebyshev = false;
   cheb.chebyshev = true;
@@ -58,11 +62,8 @@ TEST(CondChebyshev, StiffNetOnAPlaneConvergesFasterToTheSameVelocity) {
 // tolerance 0). A net of 60 x 60 nodes has 10800 DOFs, three reduction chunks (with two, any
 // fold order gives the same sum)
 TEST(CondFused, FusedPassesGiveTheSeparateKernelsIterates) {
-  auto rng = test::Rng();
   const Index nx = 60, ny = 60;
-  std::vector<Scalar> v0 = test::RandomVector(rng, 3 * nx * ny, -0.5, 0.5);
-  for (Index i = 0; i < nx * ny; ++i) v0[3 * i + 2] = -0.2;
-  const MassSpringSystem s = MakeMassSpringGrid(nx, ny, 0.01, 0.01, 1e3, 0.01, 9.81, 0.5, v0);
+  const MassSpringSystem s = PressedNet(nx, ny);
   auto expect_same = [](const Result& fused, const Result& plain, const std::string& what) {
     EXPECT_EQ(fused.stats.iterations, plain.stats.iterations) << what;
     EXPECT_EQ(fused.stats.history, plain.stats.history) << what;
