@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <limits>
 
-#include <Eigen/Dense>
-
 #include "condsim/error.h"
 #include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
@@ -34,6 +32,7 @@ void CondBodyModes::Set(const BodyModes& modes) {
   modes_ = modes;
   free_ = false;
   num_patches_ = 0;  // until Prepare
+  coarse_ptr_.clear();  // new patches: the next Prepare inverts
 }
 
 void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
@@ -172,38 +171,6 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
   }
 }
 
-void CondBodyModes::InvertCoarse(const BodyModeHost& used, std::vector<Scalar>* ac) const {
-  const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
-  for (Index body = 0; body < bodies; ++body) {
-    const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
-    using MatX = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
-    using VecX = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
-    Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(ac->data() + used.c_off[body], ld, ld);
-    const MatX sym = Scalar(0.5) * (m + m.transpose());
-    const VecX d = sym.diagonal();
-    // a body whose A_c is not positive definite gets no correction
-    if (!sym.allFinite() || (d.array() <= 0).any()) {
-      m.setZero();
-      continue;
-    }
-    // S = D^-1/2 A_c D^-1/2 (unit diagonal) + 1e-10 I: a patch's degenerate direction (e.g. the
-    // rotation about the line of collinear nodes) gets a bounded, negligible correction
-    const VecX s = d.array().rsqrt();
-    MatX scaled = s.asDiagonal() * sym * s.asDiagonal();
-    scaled.diagonal().array() += Scalar(kPatchRegularization);
-    const Eigen::LLT<MatX> llt(scaled);
-    if (llt.info() != Eigen::Success) {
-      m.setZero();
-      continue;
-    }
-    // A_c^-1 = D^-1/2 L^-T L^-1 D^-1/2
-    MatX l_inv = MatX::Identity(ld, ld);
-    llt.matrixL().solveInPlace(l_inv);
-    m = s.asDiagonal() * (l_inv.transpose() * l_inv) * s.asDiagonal();
-    if (!m.allFinite()) m.setZero();
-  }
-}
-
 void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   if (!active()) return;
   Backend* b = ctx_->backend;
@@ -240,21 +207,52 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
       used.gate_ptr[p + 1] = static_cast<Index>(used.gate_contact.size());
     }
   }
-  arrays_.Upload(ctx_->backend, used);
+  const int refresh = ctx_->params->body_mode_refresh;
+  CONDSIM_CHECK(refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << refresh);
+  for (std::size_t k = 0; k + 1 < used.body_ptr.size(); ++k)
+    CONDSIM_CHECK(6 * (used.body_ptr[k + 1] - used.body_ptr[k]) <= kBodyModeMaxCoarse,
+                  "SetBodyModes: body " << k << " has more than " << kBodyModeMaxCoarse / 6 << " patches");
+  // the same patches as the inverses' (nodes, arms, bodies): they stay valid as a preconditioner
+  const bool same_patches = used.ptr == coarse_ptr_ && used.node == coarse_node_ && used.arm == coarse_arm_ &&
+                            used.body_ptr == coarse_body_ptr_ && ac_.size() == used.c_off.back();
+  const bool invert = !same_patches || coarse_age_ >= refresh;
+  // the structure is uploaded only when it changed (halo and gates follow the contacts)
+  bool same_structure = same_patches;
+#define CONDSIM_BODY_MODE_SAME(T, name) same_structure = same_structure && used.name == uploaded_.name;
+  CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_SAME)
+#undef CONDSIM_BODY_MODE_SAME
   Backend* b = ctx_->backend;
+  if (!same_structure) {
+    arrays_.Upload(b, used);
+    uploaded_ = used;
+  }
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
-  ac_.Resize(b, used.c_off.back());
   g_.Resize(b, 6 * num_patches_);
   dv_.Resize(b, 6 * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   v_keep_.Resize(b, 3 * ctx_->nodes);
-  // T = A Z per listed node, A_c = Z^T A Z per body; the inverses on the host
+  // T = A Z per listed node (every solve: the correction keeps r = A v - b with the current A)
   const BodyModeView view = arrays_.view();
   ctx_->kernels->BodyModeProduct(rows_, BodyModeProductOp{view, listed_, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});
-  ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), ac_.data()});
-  std::vector<Scalar> ac = ac_.ToHost();
-  InvertCoarse(used, &ac);
-  ac_.CopyFromHost(ac);
+  // A_c = Z^T A Z per body and its inverse on the backend, every `body_mode_refresh` solves or
+  // when the patches change; in between the older inverse stays (any fixed coarse operator keeps
+  // the fixed point: the correction is zero where r = 0; only the rate changes)
+  if (invert) {
+    ac_.Resize(b, used.c_off.back());
+    coarse_work_.Resize(b, used.c_off.back());
+    coarse_scale_.Resize(b, 6 * num_patches_);
+    const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
+    coarse_ok_.Resize(b, bodies);
+    ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), ac_.data()});
+    ctx_->kernels->BodyModeInvert(bodies, BodyModeInvertOp{view, ac_.data(), coarse_work_.data(), coarse_scale_.data(), coarse_ok_.data(),
+                                                           Scalar(kPatchRegularization)});
+    coarse_ptr_ = used.ptr;
+    coarse_node_ = used.node;
+    coarse_arm_ = used.arm;
+    coarse_body_ptr_ = used.body_ptr;
+    coarse_age_ = 0;
+  }
+  ++coarse_age_;
 }
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
