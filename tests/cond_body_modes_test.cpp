@@ -11,6 +11,7 @@
 //   cells of 125 points, keeps at least 8 points per patch and one patch per 16 points; on a thin cantilever plate (clamped edge, gravity) 24 patches keep the
 //   direct solve's v-hat (1e-9 m/s) and, on floor contacts, the single patch's v-hat and
 //   impulses, in several times fewer iterations (the plate's bending is its slowest motion);
+// - the set-up moves no coarse matrix between host and backend (BackendCounters);
 // - CUDA: the same 60 iterations with contacts and 8 patches give the CPU's v-hat and impulses
 //   to 1e-12 (relative), run-to-run bitwise (skipped without a usable device).
 #include <gtest/gtest.h>
@@ -340,6 +341,42 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
   // stiffness (W r of a rounding-level r); the stale-row error is ~1e5 times the theta bound
   EXPECT_LT(test::MaxDiff(v, v_ref), 1e-8 * scale) << "m/s";
   EXPECT_LT(st.residual, 1e-7 * scale) << "m/s";
+}
+
+TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
+  // the set-up of a solve (what Solve asks of the backend less its fixed-point loop) with 24
+  // patches on the plate (one body: A_c is 144 x 144, 165888 bytes): the coarse matrices and
+  // their inverses stay on the backend, so neither direction carries one (the host inverse
+  // downloaded A_c and uploaded A_c^-1 every solve); the uploads with body modes exceed those
+  // without by the patch structure only (node-sized: ~30 KB here)
+  PlateSystem sys;
+  const Index patches = 24;
+  const BodyModes modes = PatchModes(sys.mesh, patches);
+  CondParams p;
+  p.max_iterations = 5;
+  auto setup = [&](bool with_modes, int solves) {
+    CondSolver solver(sys.backend.get(), p);
+    if (with_modes) solver.SetBodyModes(modes);
+    solver.SetContacts(ContactSet());
+    BackendCounters last;
+    for (int k = 0; k < solves; ++k) {
+      Array<Scalar> v(sys.backend.get(), std::vector<Scalar>(sys.mesh.x.size(), 0));
+      const BackendCounters before = sys.backend->counters();
+      const CondStats st = solver.Solve(*sys.a, sys.b, &v);
+      last = sys.backend->counters() - before - st.loop_counters;
+    }
+    return last;
+  };
+  const Index coarse = 6 * patches;
+  const std::int64_t matrix_bytes = 8 * std::int64_t(coarse) * coarse;
+  for (int solves : {1, 2}) {
+    const BackendCounters on = setup(true, solves), off = setup(false, solves);
+    std::cout << "[ info     ] solve " << solves << " set-up: downloads " << on.download_bytes << " B (" << off.download_bytes
+              << " B without modes), uploads " << on.upload_bytes << " B (" << off.upload_bytes << " B without); A_c " << matrix_bytes
+              << " B\n";
+    EXPECT_LT(on.download_bytes - off.download_bytes, matrix_bytes / 4) << "solve " << solves;
+    EXPECT_LT(on.upload_bytes - off.upload_bytes, matrix_bytes / 4) << "solve " << solves;
+  }
 }
 
 TEST(CondBodyModes, CudaMatchesCpu) {

@@ -29,10 +29,12 @@ void CondBodyModes::Set(const BodyModes& modes) {
     CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
   for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
   CONDSIM_CHECK(modes.body_arm.empty() || modes.body_arm.size() == modes.arm.size(), "SetBodyModes: body_arm must be empty or 3 per node");
+  // other patches: the next Prepare inverts (the World sets the same nodes every step, with arms
+  // from their current positions)
+  if (modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr) coarse_ptr_.clear();
   modes_ = modes;
   free_ = false;
   num_patches_ = 0;  // until Prepare
-  coarse_ptr_.clear();  // new patches: the next Prepare inverts
 }
 
 void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
@@ -212,9 +214,12 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   for (std::size_t k = 0; k + 1 < used.body_ptr.size(); ++k)
     CONDSIM_CHECK(6 * (used.body_ptr[k + 1] - used.body_ptr[k]) <= kBodyModeMaxCoarse,
                   "SetBodyModes: body " << k << " has more than " << kBodyModeMaxCoarse / 6 << " patches");
-  // the same patches as the inverses' (nodes, arms, bodies): they stay valid as a preconditioner
-  const bool same_patches = used.ptr == coarse_ptr_ && used.node == coarse_node_ && used.arm == coarse_arm_ &&
-                            used.body_ptr == coarse_body_ptr_ && ac_.size() == used.c_off.back();
+  // the inverses' patches: the same listed nodes in the same patches (not the same arms: the
+  // World takes them from the current positions each step). A change of the listed nodes (a
+  // contact node joins or leaves) always inverts again: the older inverse there made the soft
+  // gripper and the ball diverge (docs/notes/solver-experiments.md)
+  const bool same_patches = used.ptr == coarse_ptr_ && used.node == coarse_node_ && used.body_ptr == coarse_body_ptr_ &&
+                            ac_.size() == used.c_off.back();
   const bool invert = !same_patches || coarse_age_ >= refresh;
   // the structure is uploaded only when it changed (halo and gates follow the contacts)
   bool same_structure = same_patches;
@@ -248,7 +253,6 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
                                                            Scalar(kPatchRegularization)});
     coarse_ptr_ = used.ptr;
     coarse_node_ = used.node;
-    coarse_arm_ = used.arm;
     coarse_body_ptr_ = used.body_ptr;
     coarse_age_ = 0;
   }

@@ -94,7 +94,6 @@ class CondBodyModes : public CondComponent {
   Array<Scalar> coarse_work_, coarse_scale_;
   Array<unsigned char> coarse_ok_;
   std::vector<Index> coarse_ptr_, coarse_node_, coarse_body_ptr_;
-  std::vector<Scalar> coarse_arm_;
   int coarse_age_ = 0;      // solves since the inverses were made
   BodyModeHost uploaded_;   // what arrays_ holds
 };
