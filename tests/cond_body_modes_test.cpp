@@ -344,14 +344,15 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
 }
 
 TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
-  // the set-up of a solve (what Solve asks of the backend less its fixed-point loop) with 24
-  // patches on the plate (one body: A_c is 144 x 144, 165888 bytes): the coarse matrices and
-  // their inverses stay on the backend, so neither direction carries one (the host inverse
-  // downloaded A_c and uploaded A_c^-1 every solve); the uploads with body modes exceed those
-  // without by the patch structure only (node-sized: ~30 KB here)
+  // the set-up of a solve (what Solve asks of the backend less its fixed-point loop) on the plate
+  // with 24 patches requested (GridPatches makes 16: one body, A_c 96 x 96, 73728 bytes): the
+  // coarse matrices and their inverses stay on the backend, so no download at all (the host
+  // inverse downloaded A_c and uploaded A_c^-1 every solve: 73728 B each way, measured on
+  // b310cb4); a second solve with the same patches and contacts uploads nothing more than one
+  // without body modes (the patch structure is kept; b310cb4 uploaded it and A_c^-1 again:
+  // 90656 B more)
   PlateSystem sys;
-  const Index patches = 24;
-  const BodyModes modes = PatchModes(sys.mesh, patches);
+  const BodyModes modes = PatchModes(sys.mesh, 24);
   CondParams p;
   p.max_iterations = 5;
   auto setup = [&](bool with_modes, int solves) {
@@ -367,15 +368,16 @@ TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
     }
     return last;
   };
-  const Index coarse = 6 * patches;
-  const std::int64_t matrix_bytes = 8 * std::int64_t(coarse) * coarse;
+  const std::int64_t coarse = 6 * std::int64_t(modes.size()), matrix_bytes = 8 * coarse * coarse;
+  ASSERT_EQ(modes.size(), 16);
   for (int solves : {1, 2}) {
     const BackendCounters on = setup(true, solves), off = setup(false, solves);
     std::cout << "[ info     ] solve " << solves << " set-up: downloads " << on.download_bytes << " B (" << off.download_bytes
               << " B without modes), uploads " << on.upload_bytes << " B (" << off.upload_bytes << " B without); A_c " << matrix_bytes
               << " B\n";
-    EXPECT_LT(on.download_bytes - off.download_bytes, matrix_bytes / 4) << "solve " << solves;
-    EXPECT_LT(on.upload_bytes - off.upload_bytes, matrix_bytes / 4) << "solve " << solves;
+    EXPECT_EQ(on.download_bytes, off.download_bytes) << "solve " << solves;
+    // the first solve uploads the patch structure (node-sized, 16928 B here)
+    if (solves == 2) EXPECT_EQ(on.upload_bytes, off.upload_bytes) << "solve " << solves;
   }
 }
 
