@@ -7,6 +7,7 @@
 // - a matrix with a non-positive diagonal entry, an indefinite one with a positive diagonal and
 //   one with a NaN entry give zeros (no correction), and leave the other bodies of the launch
 //   exact;
+// - with per-body refresh flags only the flagged bodies are written;
 // - CUDA: the same inverses as the CPU's to 1e-13 relative (skipped without a usable device).
 #include <gtest/gtest.h>
 
@@ -53,7 +54,8 @@ MatX Reference(const MatX& a) {
 }
 
 // one launch of BodyModeInvertOp over the given matrices (one body of n/6 patches each)
-std::vector<MatX> InvertOnBackend(BackendChoice choice, const std::vector<MatX>& mats) {
+// (refresh: per matrix whether to invert it; the others keep the output's prior entries, 7)
+std::vector<MatX> InvertOnBackend(BackendChoice choice, const std::vector<MatX>& mats, const std::vector<unsigned char>& refresh = {}) {
   std::unique_ptr<Backend> backend = MakeBackend(choice).backend;
   std::vector<Index> body_ptr{0}, c_off{0};
   std::vector<Scalar> ac;
@@ -64,14 +66,16 @@ std::vector<MatX> InvertOnBackend(BackendChoice choice, const std::vector<MatX>&
     ac.insert(ac.end(), r.data(), r.data() + r.size());
   }
   Array<Index> body_ptr_d(backend.get(), body_ptr), c_off_d(backend.get(), c_off);
-  Array<Scalar> ac_d(backend.get(), ac), work(backend.get(), Index(ac.size())), scale(backend.get(), 6 * body_ptr.back());
+  Array<Scalar> ac_d(backend.get(), ac), inv_d(backend.get(), Index(ac.size())), scale(backend.get(), 6 * body_ptr.back());
   Array<unsigned char> ok(backend.get(), Index(mats.size()));
+  Array<unsigned char> refresh_d(backend.get(), refresh);
+  backend->Fill(7, &inv_d);
   BodyModeView view;
   view.body_ptr = body_ptr_d.data();
   view.c_off = c_off_d.data();
   auto kernels = MakeKernels<CondKernels>(*backend);
-  kernels->BodyModeInvert(Index(mats.size()), BodyModeInvertOp{view, ac_d.data(), work.data(), scale.data(), ok.data(), 1e-10});
-  const std::vector<Scalar> out = ac_d.ToHost();
+  kernels->BodyModeInvert(Index(mats.size()), BodyModeInvertOp{view, ac_d.data(), inv_d.data(), scale.data(), ok.data(), refresh.empty() ? nullptr : refresh_d.data(), 1e-10});
+  const std::vector<Scalar> out = inv_d.ToHost();
   std::vector<MatX> inv;
   for (std::size_t k = 0; k < mats.size(); ++k)
     inv.push_back(Eigen::Map<const RowMat>(out.data() + c_off[k], mats[k].rows(), mats[k].cols()));
@@ -107,6 +111,20 @@ TEST(CondCoarseInverse, MatchesEigenAndZeroesFailures) {
     EXPECT_EQ(inv[k], MatX(inv[k].transpose()));
   }
   for (int k = 3; k < 6; ++k) EXPECT_EQ(inv[k].cwiseAbs().maxCoeff(), 0.0) << "failure " << k - 3 << ": zeros expected";
+}
+
+TEST(CondCoarseInverse, OnlyTheChosenBodiesAreInverted) {
+  // CondBodyModes refreshes a body's inverse only when due: the others keep their slot as it was
+  const std::vector<MatX> in = Inputs();
+  const std::vector<unsigned char> refresh = {0, 1, 0, 1, 0, 0};
+  const std::vector<MatX> inv = InvertOnBackend(BackendChoice::kCpu, in, refresh);
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (refresh[k]) continue;
+    EXPECT_EQ(inv[k].minCoeff(), 7.0) << "matrix " << k;
+    EXPECT_EQ(inv[k].maxCoeff(), 7.0) << "matrix " << k;
+  }
+  EXPECT_LT((inv[1] - Reference(in[1])).norm(), 1e-10 * Reference(in[1]).norm());
+  EXPECT_EQ(inv[3].cwiseAbs().maxCoeff(), 0.0);
 }
 
 TEST(CondCoarseInverse, CudaMatchesCpu) {

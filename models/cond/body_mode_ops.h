@@ -140,7 +140,7 @@ struct BodyModeGateOp {
 // rows of one body's coarse matrix at most (6 per patch, kMaxBodyModePatches patches)
 constexpr Index kBodyModeMaxCoarse = 6 * 128;
 
-// per body: its coarse matrix A_c (row-major, (6 m_b)^2 at c_off) replaced by its inverse,
+// per body: the inverse of its coarse matrix A_c (row-major, (6 m_b)^2 at c_off),
 // A_c^-1 = D^-1/2 (S + 1e-10 I)^-1 D^-1/2 with S = D^-1/2 sym(A_c) D^-1/2 (unit diagonal; the
 // shift bounds a patch's degenerate direction, e.g. the rotation about the line of collinear
 // nodes); a body whose A_c is not positive definite (a pivot <= 0, a diagonal entry <= 0, a
@@ -148,24 +148,26 @@ constexpr Index kBodyModeMaxCoarse = 6 * 128;
 // (Golub & Van Loan 2013, Alg. 4.2.2), X = U^-T by rows (X L = I), A_c^-1 = D^-1/2 X^T X D^-1/2.
 // A lane functor (chain_ops.h): one warp per body, 2 n + 6 phases for n = 6 m_b (a column of the
 // factor takes two: its row of U, then the trailing update); lane l owns rows l, l + 32, ...
-// within a phase. `work` holds U (upper triangle) and X (strict lower) at the body's c_off.
+// within a phase. A_c comes in `work` (BodyModeMatrixOp), which then holds U (upper triangle,
+// in place of S) and X (strict lower).
 struct BodyModeInvertOp {
   static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
   static constexpr int kLanes = 32;
   static constexpr int kPhases = 2 * kBodyModeMaxCoarse + 6;
   BodyModeView m;
-  Scalar* ac;          // A_c in, A_c^-1 out
-  Scalar* work;        // as ac
-  Scalar* scale;       // 6 per patch: D^-1/2
-  unsigned char* ok;   // per body: A_c positive definite so far
-  Scalar shift;        // 1e-10 (kPatchRegularization)
+  Scalar* work;                  // A_c in; U and X
+  Scalar* ac_inv;                // A_c^-1 out
+  Scalar* scale;                 // 6 per patch: D^-1/2
+  unsigned char* ok;             // per body: A_c positive definite so far
+  const unsigned char* refresh;  // per body: invert it (null: all); the others keep ac_inv
+  Scalar shift;                  // 1e-10 (kPatchRegularization)
   CONDSIM_HD_INLINE static int Phases(Index n) { return int(2 * n + 6); }
   // a number that is neither infinite nor NaN (no fast-math in this project)
   CONDSIM_HD_INLINE static bool Finite(Scalar x) { return x - x == 0; }
   CONDSIM_HD_INLINE void Lane(Index b, int lane, int phase) const {
     const Index first = m.body_ptr[b], n = 6 * (m.body_ptr[b + 1] - first);
-    if (phase >= Phases(n)) return;
-    Scalar* a = ac + m.c_off[b];
+    if (phase >= Phases(n) || (refresh != nullptr && !refresh[b])) return;
+    Scalar* a = ac_inv + m.c_off[b];
     Scalar* w = work + m.c_off[b];
     Scalar* s = scale + 6 * std::int64_t(first);
     const std::int64_t ld = n;
@@ -184,7 +186,7 @@ struct BodyModeInvertOp {
     if (phase == 1) {
       // D^-1/2 from the diagonal of sym(A_c)
       for (Index i = lane; i < n; i += kLanes) {
-        const Scalar d = Scalar(0.5) * (a[i * ld + i] + a[i * ld + i]);
+        const Scalar d = Scalar(0.5) * (w[i * ld + i] + w[i * ld + i]);
         if (!(d > 0) || !Finite(d)) {
           ok[b] = 0;
           return;
@@ -192,10 +194,11 @@ struct BodyModeInvertOp {
         s[i] = 1 / std::sqrt(d);
       }
     } else if (phase == 2) {
-      // S + shift I, upper triangle into w
+      // S + shift I into the upper triangle, in place (a lane reads its row's upper part and
+      // the lower parts of the rows below, which no lane writes here)
       for (Index i = lane; i < n; i += kLanes)
         for (Index j = i; j < n; ++j) {
-          const Scalar v = Scalar(0.5) * (a[i * ld + j] + a[j * ld + i]);
+          const Scalar v = Scalar(0.5) * (w[i * ld + j] + w[j * ld + i]);
           const Scalar sv = s[i] * v * s[j] + (i == j ? shift : Scalar(0));
           if (!Finite(v) || !Finite(sv)) ok[b] = 0;
           w[i * ld + j] = sv;

@@ -31,8 +31,20 @@ void CondBodyModes::Set(const BodyModes& modes) {
   CONDSIM_CHECK(modes.body_arm.empty() || modes.body_arm.size() == modes.arm.size(), "SetBodyModes: body_arm must be empty or 3 per node");
   // other patches: the next Prepare inverts (the World sets the same nodes every step, with arms
   // from their current positions)
-  if (modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr) coarse_ptr_.clear();
+  const bool other = modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr;
   modes_ = modes;
+  if (other) {
+    const Index bodies = modes_.body_ptr.empty() ? modes_.size() : Index(modes_.body_ptr.size()) - 1;
+    slot_off_.assign(1, 0);
+    for (Index body = 0; body < bodies; ++body) {
+      const std::int64_t m = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[body + 1] - modes_.body_ptr[body];
+      CONDSIM_CHECK(slot_off_.back() + 36 * m * m < std::numeric_limits<Index>::max(),
+                    "COND: the body modes' coarse matrices exceed " << std::numeric_limits<Index>::max() << " entries; lower body_mode_patches");
+      slot_off_.push_back(slot_off_.back() + Index(36 * m * m));
+    }
+    coarse_key_.assign(std::size_t(bodies), {});
+    coarse_age_.assign(std::size_t(bodies), -1);
+  }
   free_ = false;
   num_patches_ = 0;  // until Prepare
 }
@@ -214,15 +226,41 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   for (std::size_t k = 0; k + 1 < used.body_ptr.size(); ++k)
     CONDSIM_CHECK(6 * (used.body_ptr[k + 1] - used.body_ptr[k]) <= kBodyModeMaxCoarse,
                   "SetBodyModes: body " << k << " has more than " << kBodyModeMaxCoarse / 6 << " patches");
-  // the inverses' patches: the same listed nodes in the same patches (not the same arms: the
-  // World takes them from the current positions each step). A change of the listed nodes (a
-  // contact node joins or leaves) always inverts again: the older inverse there made the soft
-  // gripper and the ball diverge (docs/notes/solver-experiments.md)
-  const bool same_patches = used.ptr == coarse_ptr_ && used.node == coarse_node_ && used.body_ptr == coarse_body_ptr_ &&
-                            ac_.size() == used.c_off.back();
-  const bool invert = !same_patches || coarse_age_ >= refresh;
+  // per body of this solve: its body of modes_, whether its inverse is made again (its listed
+  // nodes changed, or body_mode_refresh solves passed), and its slot (c_off). The arms are not
+  // compared: the World takes them from the current positions each step. A change of the listed
+  // nodes (a contact node joins or leaves) always inverts again: the older inverse there made the
+  // soft gripper and the ball diverge (docs/notes/solver-experiments.md)
+  const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
+  std::vector<Index> patch_source(static_cast<std::size_t>(modes_.size()));
+  const Index source_bodies = static_cast<Index>(coarse_age_.size());
+  for (Index body = 0; body < source_bodies; ++body)
+    for (Index p = modes_.body_ptr.empty() ? body : modes_.body_ptr[body]; p < (modes_.body_ptr.empty() ? body + 1 : modes_.body_ptr[body + 1]); ++p)
+      patch_source[p] = body;
+  std::vector<Index> node_source(static_cast<std::size_t>(ctx_->nodes), -1);
+  for (Index p = 0; p < modes_.size(); ++p)
+    for (Index q = modes_.ptr[p]; q < modes_.ptr[p + 1]; ++q) node_source[modes_.node[q]] = patch_source[p];
+  std::vector<unsigned char> refresh_body(static_cast<std::size_t>(bodies), 0);
+  for (Index body = 0; body < bodies; ++body) {
+    const Index p0 = used.body_ptr[body], p1 = used.body_ptr[body + 1];
+    const Index src = node_source[used.node[used.ptr[p0]]];
+    std::vector<Index> key;
+    for (Index p = p0; p < p1; ++p) key.push_back(used.ptr[p + 1] - used.ptr[p]);
+    key.insert(key.end(), used.node.begin() + used.ptr[p0], used.node.begin() + used.ptr[p1]);
+    int& age = coarse_age_[std::size_t(src)];
+    if (age < 0 || age >= refresh || key != coarse_key_[std::size_t(src)]) {
+      refresh_body[std::size_t(body)] = 1;
+      coarse_key_[std::size_t(src)] = std::move(key);
+      age = 0;
+    }
+    ++age;
+    used.c_off[std::size_t(body)] = slot_off_[std::size_t(src)];
+  }
+  used.c_off[std::size_t(bodies)] = slot_off_.back();
+  const bool any = std::find(refresh_body.begin(), refresh_body.end(), 1) != refresh_body.end();
+  const bool all = std::find(refresh_body.begin(), refresh_body.end(), 0) == refresh_body.end();
   // the structure is uploaded only when it changed (halo and gates follow the contacts)
-  bool same_structure = same_patches;
+  bool same_structure = true;
 #define CONDSIM_BODY_MODE_SAME(T, name) same_structure = same_structure && used.name == uploaded_.name;
   CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_SAME)
 #undef CONDSIM_BODY_MODE_SAME
@@ -239,24 +277,19 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // T = A Z per listed node (every solve: the correction keeps r = A v - b with the current A)
   const BodyModeView view = arrays_.view();
   ctx_->kernels->BodyModeProduct(rows_, BodyModeProductOp{view, listed_, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});
-  // A_c = Z^T A Z per body and its inverse on the backend, every `body_mode_refresh` solves or
-  // when the patches change; in between the older inverse stays (any fixed coarse operator keeps
-  // the fixed point: the correction is zero where r = 0; only the rate changes)
-  if (invert) {
-    ac_.Resize(b, used.c_off.back());
-    coarse_work_.Resize(b, used.c_off.back());
+  // A_c = Z^T A Z per body and its inverse on the backend, for the bodies chosen above; the others
+  // keep their older inverse (any fixed coarse operator keeps the fixed point: the correction is
+  // zero where r = 0; only the rate changes)
+  if (ac_.size() != slot_off_.back()) ac_.Resize(b, slot_off_.back());  // the slots stay from solve to solve
+  if (any) {
+    coarse_work_.Resize(b, slot_off_.back());
     coarse_scale_.Resize(b, 6 * num_patches_);
-    const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
     coarse_ok_.Resize(b, bodies);
-    ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), ac_.data()});
-    ctx_->kernels->BodyModeInvert(bodies, BodyModeInvertOp{view, ac_.data(), coarse_work_.data(), coarse_scale_.data(), coarse_ok_.data(),
-                                                           Scalar(kPatchRegularization)});
-    coarse_ptr_ = used.ptr;
-    coarse_node_ = used.node;
-    coarse_body_ptr_ = used.body_ptr;
-    coarse_age_ = 0;
+    if (!all) coarse_refresh_.Assign(b, refresh_body);
+    ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), coarse_work_.data()});
+    ctx_->kernels->BodyModeInvert(bodies, BodyModeInvertOp{view, coarse_work_.data(), ac_.data(), coarse_scale_.data(), coarse_ok_.data(),
+                                                           all ? nullptr : coarse_refresh_.data(), Scalar(kPatchRegularization)});
   }
-  ++coarse_age_;
 }
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {

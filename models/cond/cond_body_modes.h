@@ -89,12 +89,16 @@ class CondBodyModes : public CondComponent {
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_;
   Array<unsigned char> loaded_;  // free bodies: per patch, a contact carried an impulse this solve
-  // the coarse inverses (BodyModeInvertOp) and the patches they were made for: reused for
-  // CondParams::body_mode_refresh solves while the patches stay the same
+  // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m
+  // patches, so a body keeps its slot whatever the other bodies do), and per body the listed
+  // nodes its inverse was made for and the solves since: each body's inverse is made again every
+  // CondParams::body_mode_refresh solves or when its listed nodes change (per body, so that an
+  // environment of a batch steps as it does alone)
   Array<Scalar> coarse_work_, coarse_scale_;
-  Array<unsigned char> coarse_ok_;
-  std::vector<Index> coarse_ptr_, coarse_node_, coarse_body_ptr_;
-  int coarse_age_ = 0;      // solves since the inverses were made
+  Array<unsigned char> coarse_ok_, coarse_refresh_;
+  std::vector<Index> slot_off_;                 // per body of modes_: its slot in ac_
+  std::vector<std::vector<Index>> coarse_key_;  // per body of modes_: patch sizes and nodes
+  std::vector<int> coarse_age_;                 // per body of modes_ (-1: no inverse yet)
   BodyModeHost uploaded_;   // what arrays_ holds
 };
 
