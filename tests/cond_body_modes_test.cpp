@@ -11,6 +11,7 @@
 //   cells of 125 points, keeps at least 8 points per patch and one patch per 16 points; on a thin cantilever plate (clamped edge, gravity) 24 patches keep the
 //   direct solve's v-hat (1e-9 m/s) and, on floor contacts, the single patch's v-hat and
 //   impulses, in several times fewer iterations (the plate's bending is its slowest motion);
+// - the set-up moves no coarse matrix between host and backend (BackendCounters);
 // - CUDA: the same 60 iterations with contacts and 8 patches give the CPU's v-hat and impulses
 //   to 1e-12 (relative), run-to-run bitwise (skipped without a usable device).
 #include <gtest/gtest.h>
@@ -340,6 +341,44 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
   // stiffness (W r of a rounding-level r); the stale-row error is ~1e5 times the theta bound
   EXPECT_LT(test::MaxDiff(v, v_ref), 1e-8 * scale) << "m/s";
   EXPECT_LT(st.residual, 1e-7 * scale) << "m/s";
+}
+
+TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
+  // the set-up of a solve (what Solve asks of the backend less its fixed-point loop) on the plate
+  // with 24 patches requested (GridPatches makes 16: one body, A_c 96 x 96, 73728 bytes): the
+  // coarse matrices and their inverses stay on the backend, so no download at all (the host
+  // inverse downloaded A_c and uploaded A_c^-1 every solve: 73728 B each way, measured on
+  // b310cb4); a second solve with the same patches and contacts uploads nothing more than one
+  // without body modes (the patch structure is kept; b310cb4 uploaded it and A_c^-1 again:
+  // 90656 B more)
+  PlateSystem sys;
+  const BodyModes modes = PatchModes(sys.mesh, 24);
+  CondParams p;
+  p.max_iterations = 5;
+  auto setup = [&](bool with_modes, int solves) {
+    CondSolver solver(sys.backend.get(), p);
+    if (with_modes) solver.SetBodyModes(modes);
+    solver.SetContacts(ContactSet());
+    BackendCounters last;
+    for (int k = 0; k < solves; ++k) {
+      Array<Scalar> v(sys.backend.get(), std::vector<Scalar>(sys.mesh.x.size(), 0));
+      const BackendCounters before = sys.backend->counters();
+      const CondStats st = solver.Solve(*sys.a, sys.b, &v);
+      last = sys.backend->counters() - before - st.loop_counters;
+    }
+    return last;
+  };
+  const std::int64_t coarse = 6 * std::int64_t(modes.size()), matrix_bytes = 8 * coarse * coarse;
+  ASSERT_EQ(modes.size(), 16);
+  for (int solves : {1, 2}) {
+    const BackendCounters on = setup(true, solves), off = setup(false, solves);
+    std::cout << "[ info     ] solve " << solves << " set-up: downloads " << on.download_bytes << " B (" << off.download_bytes
+              << " B without modes), uploads " << on.upload_bytes << " B (" << off.upload_bytes << " B without); A_c " << matrix_bytes
+              << " B\n";
+    EXPECT_EQ(on.download_bytes, off.download_bytes) << "solve " << solves;
+    // the first solve uploads the patch structure (node-sized, 16928 B here)
+    if (solves == 2) EXPECT_EQ(on.upload_bytes, off.upload_bytes) << "solve " << solves;
+  }
 }
 
 TEST(CondBodyModes, CudaMatchesCpu) {

@@ -367,6 +367,9 @@ TEST(Scene, BadInputNamesFileAndPath) {
             std::string::npos)
       << ParseError(R"({"solver": {"body_mode_patches": 0}})");
   EXPECT_NE(ParseError(R"({"solver": {"body_mode_patches": 2.5}})").find("/solver/body_mode_patches:"), std::string::npos);
+  EXPECT_NE(ParseError(R"({"solver": {"body_mode_refresh": 0}})").find("/solver/body_mode_refresh: 0 is outside [1, 1000000]"),
+            std::string::npos)
+      << ParseError(R"({"solver": {"body_mode_refresh": 0}})");
   EXPECT_NE(ParseError(R"({"solver": {"stop_rule": "never"}})").find("/solver/stop_rule: unknown stop rule 'never' (valid: step, momentum)"),
             std::string::npos)
       << ParseError(R"({"solver": {"stop_rule": "never"}})");
@@ -374,12 +377,13 @@ TEST(Scene, BadInputNamesFileAndPath) {
             std::string::npos)
       << ParseError(R"({"solver": {"momentum_factor": 0.5}})");
   {
-    const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false},
+    const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false, "body_mode_refresh": 3},
                                    "rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 1]}]})",
                                "t.json", "");
     EXPECT_EQ(s.world.cond.stop_rule, StopRule::kStep);
     EXPECT_EQ(s.world.cond.momentum_factor, 10);
     EXPECT_FALSE(s.world.cond.free_body_modes);
+    EXPECT_EQ(s.world.cond.body_mode_refresh, 3);
   }
   const std::string rigid = R"({"rigid_bodies": [{"shape": "box", "half_extents": [0.1, 0.1, 0.1], "mass": 0, "position": [0, 0, 0]}]})";
   EXPECT_NE(ParseError(rigid).find("/rigid_bodies/0/mass: 0 is outside (0, inf]"), std::string::npos) << ParseError(rigid);

@@ -16,7 +16,8 @@ namespace condsim {
 // slowest of W A: rigid motions at 2M/t against the stiffness, bending of thin parts). Contact
 // nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched (the free-body level
 // lists them and acts only while their impulses are 0, BodyModeGateOp). Z^T A Z couples the
-// patches of one body (dense, (6 m_b)^2, inverted on the host); bodies are independent.
+// patches of one body (dense, (6 m_b)^2, inverted on the backend by BodyModeInvertOp); bodies are
+// independent.
 #define CONDSIM_BODY_MODE_FIELDS(X)                                                            \
   X(Index, ptr)        /* per patch: its listed nodes node[ptr[p] .. ptr[p+1]) */               \
   X(Index, node)                                                                                \
@@ -133,6 +134,128 @@ struct BodyModeGateOp {
     if (!on) return;
     loaded[p] = 1;
     for (int d = 0; d < 6; ++d) g[6 * p + d] = 0;
+  }
+};
+
+// rows of one body's coarse matrix at most (6 per patch, kMaxBodyModePatches patches)
+constexpr Index kBodyModeMaxCoarse = 6 * 128;
+
+// per body: the inverse of its coarse matrix A_c (row-major, (6 m_b)^2 at c_off),
+// A_c^-1 = D^-1/2 (S + 1e-10 I)^-1 D^-1/2 with S = D^-1/2 sym(A_c) D^-1/2 (unit diagonal; the
+// shift bounds a patch's degenerate direction, e.g. the rotation about the line of collinear
+// nodes); a body whose A_c is not positive definite (a pivot <= 0, a diagonal entry <= 0, a
+// non-finite entry) gets zeros: no correction. S + 1e-10 I = U^T U by a right-looking Cholesky
+// (Golub & Van Loan 2013, Alg. 4.2.2), X = U^-T by rows (X L = I), A_c^-1 = D^-1/2 X^T X D^-1/2.
+// A lane functor (chain_ops.h): one warp per body, 2 n + 6 phases for n = 6 m_b (a column of the
+// factor takes two: its row of U, then the trailing update); lane l owns rows l, l + 32, ...
+// within a phase. A_c comes in `work` (BodyModeMatrixOp), which then holds U (upper triangle,
+// in place of S) and X (strict lower).
+struct BodyModeInvertOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  static constexpr int kLanes = 32;
+  static constexpr int kPhases = 2 * kBodyModeMaxCoarse + 6;
+  BodyModeView m;
+  Scalar* work;                  // A_c in; U and X
+  Scalar* ac_inv;                // A_c^-1 out
+  Scalar* scale;                 // 6 per patch: D^-1/2
+  unsigned char* ok;             // per body: A_c positive definite so far
+  const unsigned char* refresh;  // per body: invert it (null: all); the others keep ac_inv
+  Scalar shift;                  // 1e-10 (kPatchRegularization)
+  CONDSIM_HD_INLINE static int Phases(Index n) { return int(2 * n + 6); }
+  // a number that is neither infinite nor NaN (no fast-math in this project)
+  CONDSIM_HD_INLINE static bool Finite(Scalar x) { return x - x == 0; }
+  CONDSIM_HD_INLINE void Lane(Index b, int lane, int phase) const {
+    const Index first = m.body_ptr[b], n = 6 * (m.body_ptr[b + 1] - first);
+    if (phase >= Phases(n) || (refresh != nullptr && !refresh[b])) return;
+    Scalar* a = ac_inv + m.c_off[b];
+    Scalar* w = work + m.c_off[b];
+    Scalar* s = scale + 6 * std::int64_t(first);
+    const std::int64_t ld = n;
+    if (phase == 0) {
+      if (lane == 0) ok[b] = 1;
+      return;
+    }
+    if (phase == Phases(n) - 1) {
+      // a failed body: no correction
+      if (!ok[b])
+        for (Index i = lane; i < n; i += kLanes)
+          for (Index j = 0; j < n; ++j) a[i * ld + j] = 0;
+      return;
+    }
+    if (!ok[b]) return;
+    if (phase == 1) {
+      // D^-1/2 from the diagonal of sym(A_c)
+      for (Index i = lane; i < n; i += kLanes) {
+        const Scalar d = Scalar(0.5) * (w[i * ld + i] + w[i * ld + i]);
+        if (!(d > 0) || !Finite(d)) {
+          ok[b] = 0;
+          return;
+        }
+        s[i] = 1 / std::sqrt(d);
+      }
+    } else if (phase == 2) {
+      // S + shift I into the upper triangle, in place (a lane reads its row's upper part and
+      // the lower parts of the rows below, which no lane writes here)
+      for (Index i = lane; i < n; i += kLanes)
+        for (Index j = i; j < n; ++j) {
+          const Scalar v = Scalar(0.5) * (w[i * ld + j] + w[j * ld + i]);
+          const Scalar sv = s[i] * v * s[j] + (i == j ? shift : Scalar(0));
+          if (!Finite(v) || !Finite(sv)) ok[b] = 0;
+          w[i * ld + j] = sv;
+        }
+    } else if (phase < 3 + 2 * n) {
+      const Index j = (phase - 3) / 2;
+      const Scalar p = w[j * ld + j];
+      if ((phase - 3) % 2 == 0) {
+        // row j of U: U_jk = S_jk / sqrt(S_jj) (every lane reads the pivot; it is written next phase)
+        if (!(p > 0)) {
+          if (lane == 0) ok[b] = 0;
+          return;
+        }
+        const Scalar u = std::sqrt(p);
+        for (Index k = j + 1 + lane; k < n; k += kLanes) w[j * ld + k] /= u;
+      } else {
+        // trailing update S_ik -= U_ji U_jk (i, k > j); lane 0 also stores U_jj
+        if (lane == 0) w[j * ld + j] = std::sqrt(p);
+        for (Index i = j + 1 + lane; i < n; i += kLanes) {
+          const Scalar uji = w[j * ld + i];
+          for (Index k = i; k < n; ++k) w[i * ld + k] -= uji * w[j * ld + k];
+        }
+      }
+    } else if (phase == 3 + 2 * n) {
+      // X = L^-1 (L = U^T) by rows: X_ij = -(sum_{k=j+1..i} X_ik L_kj) / L_jj, j = i-1 .. 0
+      for (Index i = lane; i < n; i += kLanes) {
+        const Scalar xii = 1 / w[i * ld + i];
+        for (Index j = i - 1; j >= 0; --j) {
+          Scalar acc = xii * w[j * ld + i];
+          for (Index k = j + 1; k < i; ++k) acc += w[i * ld + k] * w[j * ld + k];
+          w[i * ld + j] = -acc / w[j * ld + j];
+        }
+      }
+    } else {
+      // A_c^-1_ij = s_i (sum_{k >= j} X_ki X_kj) s_j for j >= i, mirrored to (j, i)
+      for (Index i = lane; i < n; i += kLanes) {
+        Scalar* row = a + i * ld;
+        for (Index j = i; j < n; ++j) row[j] = 0;
+        for (Index k = i; k < n; ++k) {
+          const Scalar xkk = 1 / w[k * ld + k];
+          const Scalar xki = k == i ? xkk : w[k * ld + i];
+          for (Index j = i; j < k; ++j) row[j] += xki * w[k * ld + j];
+          row[k] += xki * xkk;
+        }
+        for (Index j = i; j < n; ++j) {
+          const Scalar v = s[i] * row[j] * s[j];
+          if (!Finite(v)) ok[b] = 0;
+          row[j] = v;
+          a[j * ld + i] = v;
+        }
+      }
+    }
+  }
+  CONDSIM_HD_INLINE void operator()(Index b) const {
+    const int phases = Phases(6 * (m.body_ptr[b + 1] - m.body_ptr[b]));
+    for (int phase = 0; phase < phases; ++phase)
+      for (int lane = 0; lane < kLanes; ++lane) Lane(b, lane, phase);
   }
 };
 

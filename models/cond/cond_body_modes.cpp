@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <limits>
 
-#include <Eigen/Dense>
-
 #include "condsim/error.h"
 #include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
@@ -31,7 +29,22 @@ void CondBodyModes::Set(const BodyModes& modes) {
     CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
   for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
   CONDSIM_CHECK(modes.body_arm.empty() || modes.body_arm.size() == modes.arm.size(), "SetBodyModes: body_arm must be empty or 3 per node");
+  // other patches: the next Prepare inverts (the World sets the same nodes every step, with arms
+  // from their current positions)
+  const bool other = modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr;
   modes_ = modes;
+  if (other) {
+    const Index bodies = modes_.body_ptr.empty() ? modes_.size() : Index(modes_.body_ptr.size()) - 1;
+    slot_off_.assign(1, 0);
+    for (Index body = 0; body < bodies; ++body) {
+      const std::int64_t m = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[body + 1] - modes_.body_ptr[body];
+      CONDSIM_CHECK(slot_off_.back() + 36 * m * m < std::numeric_limits<Index>::max(),
+                    "COND: the body modes' coarse matrices exceed " << std::numeric_limits<Index>::max() << " entries; lower body_mode_patches");
+      slot_off_.push_back(slot_off_.back() + Index(36 * m * m));
+    }
+    coarse_key_.assign(std::size_t(bodies), {});
+    coarse_age_.assign(std::size_t(bodies), -1);
+  }
   free_ = false;
   num_patches_ = 0;  // until Prepare
 }
@@ -172,38 +185,6 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
   }
 }
 
-void CondBodyModes::InvertCoarse(const BodyModeHost& used, std::vector<Scalar>* ac) const {
-  const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
-  for (Index body = 0; body < bodies; ++body) {
-    const Index ld = 6 * (used.body_ptr[body + 1] - used.body_ptr[body]);
-    using MatX = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
-    using VecX = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
-    Eigen::Map<Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> m(ac->data() + used.c_off[body], ld, ld);
-    const MatX sym = Scalar(0.5) * (m + m.transpose());
-    const VecX d = sym.diagonal();
-    // a body whose A_c is not positive definite gets no correction
-    if (!sym.allFinite() || (d.array() <= 0).any()) {
-      m.setZero();
-      continue;
-    }
-    // S = D^-1/2 A_c D^-1/2 (unit diagonal) + 1e-10 I: a patch's degenerate direction (e.g. the
-    // rotation about the line of collinear nodes) gets a bounded, negligible correction
-    const VecX s = d.array().rsqrt();
-    MatX scaled = s.asDiagonal() * sym * s.asDiagonal();
-    scaled.diagonal().array() += Scalar(kPatchRegularization);
-    const Eigen::LLT<MatX> llt(scaled);
-    if (llt.info() != Eigen::Success) {
-      m.setZero();
-      continue;
-    }
-    // A_c^-1 = D^-1/2 L^-T L^-1 D^-1/2
-    MatX l_inv = MatX::Identity(ld, ld);
-    llt.matrixL().solveInPlace(l_inv);
-    m = s.asDiagonal() * (l_inv.transpose() * l_inv) * s.asDiagonal();
-    if (!m.allFinite()) m.setZero();
-  }
-}
-
 void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   if (!active()) return;
   Backend* b = ctx_->backend;
@@ -240,21 +221,75 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
       used.gate_ptr[p + 1] = static_cast<Index>(used.gate_contact.size());
     }
   }
-  arrays_.Upload(ctx_->backend, used);
+  const int refresh = ctx_->params->body_mode_refresh;
+  CONDSIM_CHECK(refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << refresh);
+  for (std::size_t k = 0; k + 1 < used.body_ptr.size(); ++k)
+    CONDSIM_CHECK(6 * (used.body_ptr[k + 1] - used.body_ptr[k]) <= kBodyModeMaxCoarse,
+                  "SetBodyModes: body " << k << " has more than " << kBodyModeMaxCoarse / 6 << " patches");
+  // per body of this solve: its body of modes_, whether its inverse is made again (its listed
+  // nodes changed, or body_mode_refresh solves passed), and its slot (c_off). The arms are not
+  // compared: the World takes them from the current positions each step. A change of the listed
+  // nodes (a contact node joins or leaves) always inverts again: the older inverse there made the
+  // soft gripper and the ball diverge (docs/notes/solver-experiments.md)
+  const Index bodies = static_cast<Index>(used.body_ptr.size()) - 1;
+  std::vector<Index> patch_source(static_cast<std::size_t>(modes_.size()));
+  const Index source_bodies = static_cast<Index>(coarse_age_.size());
+  for (Index body = 0; body < source_bodies; ++body)
+    for (Index p = modes_.body_ptr.empty() ? body : modes_.body_ptr[body]; p < (modes_.body_ptr.empty() ? body + 1 : modes_.body_ptr[body + 1]); ++p)
+      patch_source[p] = body;
+  std::vector<Index> node_source(static_cast<std::size_t>(ctx_->nodes), -1);
+  for (Index p = 0; p < modes_.size(); ++p)
+    for (Index q = modes_.ptr[p]; q < modes_.ptr[p + 1]; ++q) node_source[modes_.node[q]] = patch_source[p];
+  std::vector<unsigned char> refresh_body(static_cast<std::size_t>(bodies), 0);
+  for (Index body = 0; body < bodies; ++body) {
+    const Index p0 = used.body_ptr[body], p1 = used.body_ptr[body + 1];
+    const Index src = node_source[used.node[used.ptr[p0]]];
+    std::vector<Index> key;
+    for (Index p = p0; p < p1; ++p) key.push_back(used.ptr[p + 1] - used.ptr[p]);
+    key.insert(key.end(), used.node.begin() + used.ptr[p0], used.node.begin() + used.ptr[p1]);
+    int& age = coarse_age_[std::size_t(src)];
+    if (age < 0 || age >= refresh || key != coarse_key_[std::size_t(src)]) {
+      refresh_body[std::size_t(body)] = 1;
+      coarse_key_[std::size_t(src)] = std::move(key);
+      age = 0;
+    }
+    ++age;
+    used.c_off[std::size_t(body)] = slot_off_[std::size_t(src)];
+  }
+  used.c_off[std::size_t(bodies)] = slot_off_.back();
+  const bool any = std::find(refresh_body.begin(), refresh_body.end(), 1) != refresh_body.end();
+  const bool all = std::find(refresh_body.begin(), refresh_body.end(), 0) == refresh_body.end();
+  // the structure is uploaded only when it changed (halo and gates follow the contacts)
+  bool same_structure = true;
+#define CONDSIM_BODY_MODE_SAME(T, name) same_structure = same_structure && used.name == uploaded_.name;
+  CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_SAME)
+#undef CONDSIM_BODY_MODE_SAME
   Backend* b = ctx_->backend;
+  if (!same_structure) {
+    arrays_.Upload(b, used);
+    uploaded_ = used;
+  }
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
-  ac_.Resize(b, used.c_off.back());
   g_.Resize(b, 6 * num_patches_);
   dv_.Resize(b, 6 * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   v_keep_.Resize(b, 3 * ctx_->nodes);
-  // T = A Z per listed node, A_c = Z^T A Z per body; the inverses on the host
+  // T = A Z per listed node (every solve: the correction keeps r = A v - b with the current A)
   const BodyModeView view = arrays_.view();
   ctx_->kernels->BodyModeProduct(rows_, BodyModeProductOp{view, listed_, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});
-  ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), ac_.data()});
-  std::vector<Scalar> ac = ac_.ToHost();
-  InvertCoarse(used, &ac);
-  ac_.CopyFromHost(ac);
+  // A_c = Z^T A Z per body and its inverse on the backend, for the bodies chosen above; the others
+  // keep their older inverse (any fixed coarse operator keeps the fixed point: the correction is
+  // zero where r = 0; only the rate changes)
+  if (ac_.size() != slot_off_.back()) ac_.Resize(b, slot_off_.back());  // the slots stay from solve to solve
+  if (any) {
+    coarse_work_.Resize(b, slot_off_.back());
+    coarse_scale_.Resize(b, 6 * num_patches_);
+    coarse_ok_.Resize(b, bodies);
+    if (!all) coarse_refresh_.Assign(b, refresh_body);
+    ctx_->kernels->BodyModeMatrix(num_patches_, BodyModeMatrixOp{view, t_.data(), coarse_work_.data()});
+    ctx_->kernels->BodyModeInvert(bodies, BodyModeInvertOp{view, coarse_work_.data(), ac_.data(), coarse_scale_.data(), coarse_ok_.data(),
+                                                           all ? nullptr : coarse_refresh_.data(), Scalar(kPatchRegularization)});
+  }
 }
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {

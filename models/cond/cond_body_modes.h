@@ -18,8 +18,10 @@
 
 namespace condsim {
 
-// patches per body at most (the coarse matrix of a body is dense: (6 m)^2, inverted per solve)
+// patches per body at most (the coarse matrix of a body is dense: (6 m)^2, inverted on the backend
+// every CondParams::body_mode_refresh solves; BodyModeInvertOp runs 2 (6 m) + 6 lane phases)
 constexpr int kMaxBodyModePatches = 128;
+static_assert(6 * kMaxBodyModePatches <= kBodyModeMaxCoarse, "BodyModeInvertOp's phases must cover the largest body");
 
 // the patches as given to CondSolver::SetBodyModes
 struct BodyModes {
@@ -61,7 +63,8 @@ class CondBodyModes : public CondComponent {
   void Reserve(const ContactBounds& bounds, Index max_nodes);
   bool active() const override { return modes_.size() > 0; }
   // the patches of this solve (less the nodes the contact step touches) and the inverses of
-  // their coarse matrices Z^T A Z
+  // their coarse matrices Z^T A Z (on the backend; kept for body_mode_refresh solves while the
+  // patches stay the same)
   void Prepare(DeviceBlockMatrix& a) override;
   // whether this solve corrects anything
   bool correcting() const { return num_patches_ > 0; }
@@ -77,8 +80,6 @@ class CondBodyModes : public CondComponent {
   // the halo) the patches its row of A reaches (t_ptr, t_patch); per body its coarse matrix's
   // offset (c_off)
   void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
-  // the coarse matrices' inverses in place (row-major, per body at c_off)
-  void InvertCoarse(const BodyModeHost& host, std::vector<Scalar>* ac) const;
 
   BodyModes modes_;
   bool free_ = false;      // the free-body level (SetFreeBodies)
@@ -88,6 +89,17 @@ class CondBodyModes : public CondComponent {
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_;
   Array<unsigned char> loaded_;  // free bodies: per patch, a contact carried an impulse this solve
+  // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m
+  // patches, so a body keeps its slot whatever the other bodies do), and per body the listed
+  // nodes its inverse was made for and the solves since: each body's inverse is made again every
+  // CondParams::body_mode_refresh solves or when its listed nodes change (per body, so that an
+  // environment of a batch steps as it does alone)
+  Array<Scalar> coarse_work_, coarse_scale_;
+  Array<unsigned char> coarse_ok_, coarse_refresh_;
+  std::vector<Index> slot_off_;                 // per body of modes_: its slot in ac_
+  std::vector<std::vector<Index>> coarse_key_;  // per body of modes_: patch sizes and nodes
+  std::vector<int> coarse_age_;                 // per body of modes_ (-1: no inverse yet)
+  BodyModeHost uploaded_;   // what arrays_ holds
 };
 
 }  // namespace condsim

@@ -16,7 +16,7 @@ class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
-                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
+                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp, CondResidualOp,
                        CondChebyshevThetaCommitOp, CondRestoreOp, CondChebyshevResetOp, CondChebyshevStepOp> {
  public:
@@ -73,6 +73,7 @@ class CondKernels
   void BarycentricNode(Index nodes, const BarycentricNodeOp& op) { Run(nodes, op); }
   void BodyModeProduct(Index listed, const BodyModeProductOp& op) { Run(listed, op); }
   void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
+  void BodyModeInvert(Index bodies, const BodyModeInvertOp& op) { Run(bodies, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }

@@ -71,6 +71,9 @@ struct CondParams {
   bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
                                    // their contacts carry no impulse (docs/solver.md "Free bodies")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
+  int body_mode_refresh = 5;       // body modes: invert the coarse matrices Z^T A Z every k solves
+                                   // (>= 1) and when the patches change; in between the older
+                                   // inverse (same fixed point, docs/solver.md "Patches")
   int rigid_sweeps = 32;           // Gauss-Seidel passes over each rigid group's own contacts per
                                    // iteration (docs/solver.md "Rigid groups"); 0 = the diagonal
                                    // solve with the group's Gamma = d_v
