@@ -16,7 +16,7 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp,
-                       BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp, CondResidualOp,
+                       BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp, BodyModeSolveOp, BodyModeApplyOp, CondResidualOp,
                        CondChebyshevThetaCommitOp, CondRestoreOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
@@ -72,6 +72,9 @@ class CondKernels
   void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
+  void BodyModeContactForce(Index patches, const BodyModeContactForceOp& op) { Run(patches, op); }
+  void BodyModeLimit(Index patches, const BodyModeLimitOp& op) { Run(patches, op); }
+  void BodyModeScale(Index patches, const BodyModeScaleOp& op) { Run(patches, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
 };

@@ -69,6 +69,9 @@ struct CondParams {
                                    // iteration (two-level W; docs/solver.md "Body modes")
   bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
                                    // their contacts carry no impulse (docs/solver.md "Free bodies")
+  bool truncated_modes = false;    // the patches also list contact nodes whose contacts are idle,
+                                   // re-chosen every few iterations, with a feasibility-limited
+                                   // step (docs/solver.md "Truncated modes")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
   int rigid_sweeps = 32;           // Gauss-Seidel passes over each rigid group's own contacts per
                                    // iteration (docs/solver.md "Rigid groups"); 0 = the diagonal
