@@ -345,9 +345,13 @@ bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
       if (j >= 0) veto[j] = 1;
     }
   }
+  // only nodes of the patches count (a cable's or rigid body's contact node is never listed)
+  std::vector<unsigned char> listed(std::size_t(nodes), 0);
+  for (Index i : modes_.node)
+    if (i < nodes) listed[i] = 1;
   Index count = 0;
   for (Index i = 0; i < nodes; ++i) {
-    admit[i] = admit[i] && !veto[i];
+    admit[i] = admit[i] && !veto[i] && listed[i];
     count += admit[i];
   }
   if (admit == admit_ || (count == 0 && admitted_ == 0)) return false;

@@ -8,7 +8,10 @@
 // contact node and the diagonal contact step is untouched; a patch left with fewer than 4 nodes
 // is left out too. A node belongs to at most one patch. Frobenius W only. A second instance, the
 // free-body level (SetFreeBodies), keeps the contact nodes in one patch per body and acts only
-// while the body's contacts are idle (docs/solver.md "Free bodies").
+// while the body's contacts are idle (docs/solver.md "Free bodies"). With truncated modes
+// (CondParams::truncated_modes) the patch level also lists contact nodes whose contacts are idle,
+// re-chosen during the solve (Refresh), with a feasibility-limited step (docs/solver.md
+// "Truncated modes").
 #pragma once
 
 #include <vector>
