@@ -24,7 +24,7 @@ constexpr int kFirstRefresh = 8;
 constexpr int kRefreshEvery = 32;
 constexpr int kRefreshGap = 4;
 constexpr Scalar kRefreshAlpha = 0.5;
-constexpr double kSlackFactor = 100;
+constexpr double kSlackFactor = 30;
 }  // namespace
 
 void CondBodyModes::Set(const BodyModes& modes) {
