@@ -377,14 +377,18 @@ TEST(Scene, BadInputNamesFileAndPath) {
             std::string::npos)
       << ParseError(R"({"solver": {"momentum_factor": 0.5}})");
   {
-    const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false, "body_mode_refresh": 3},
+    const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false, "body_mode_refresh": 3,
+                                              "truncated_modes": true},
                                    "rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 1]}]})",
                                "t.json", "");
     EXPECT_EQ(s.world.cond.stop_rule, StopRule::kStep);
     EXPECT_EQ(s.world.cond.momentum_factor, 10);
     EXPECT_FALSE(s.world.cond.free_body_modes);
     EXPECT_EQ(s.world.cond.body_mode_refresh, 3);
+    EXPECT_TRUE(s.world.cond.truncated_modes);
   }
+  EXPECT_NE(ParseError(R"({"solver": {"truncated_modes": 1}})").find("/solver/truncated_modes:"), std::string::npos)
+      << ParseError(R"({"solver": {"truncated_modes": 1}})");
   const std::string rigid = R"({"rigid_bodies": [{"shape": "box", "half_extents": [0.1, 0.1, 0.1], "mass": 0, "position": [0, 0, 0]}]})";
   EXPECT_NE(ParseError(rigid).find("/rigid_bodies/0/mass: 0 is outside (0, inf]"), std::string::npos) << ParseError(rigid);
   EXPECT_NE(ParseError(R"({"rigid_bodies": [{"shape": "cone", "mass": 1}]})").find("/rigid_bodies/0/shape: 'cone' is not a shape"),

@@ -31,8 +31,8 @@ namespace condsim {
                        /* to the patches): rows of T after the listed nodes, so r stays A v - b */ \
   X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
   X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
-  X(Index, gate_ptr)   /* free bodies only: per patch the contacts on its nodes, */             \
-  X(Index, gate_contact) /* gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */
+  X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
+  X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 
 // Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
@@ -256,6 +256,80 @@ struct BodyModeInvertOp {
     const int phases = Phases(6 * (m.body_ptr[b + 1] - m.body_ptr[b]));
     for (int phase = 0; phase < phases; ++phase)
       for (int lane = 0; lane < kLanes; ++lane) Lane(b, lane, phase);
+  }
+};
+
+// truncated modes (CondParams::truncated_modes): the patches also list the contact nodes whose
+// contacts were idle at the last refresh; per patch g -= Z^T Jc^T lambda over its contacts, so
+// the correction is the Galerkin step on the force-balanced residual A v - b - Jc^T lambda and
+// the fixed point is unchanged (0 there). The patch's contacts are S-contacts on listed nodes
+struct BodyModeContactForceOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  ContactView c;
+  const Scalar* lambda;  // 3 per contact
+  const Index* node_env;
+  const unsigned char* env_active;
+  Scalar* g;  // 6 per patch
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    if (m.gate_ptr[p] == m.gate_ptr[p + 1] || !env_active[node_env[m.node[m.ptr[p]]]]) return;
+    Vec3 f_lin, f_rot;
+    for (Index k = m.gate_ptr[p]; k < m.gate_ptr[p + 1]; ++k) {
+      const Index cc = m.gate_contact[k];
+      // Jc^T lambda on node i (eq. 13, S-contact: R^T lambda)
+      const Vec3 f = Transpose(LoadMat3(c.frame, cc)) * LoadVec3(lambda, cc);
+      ModeTranspose(LoadVec3(m.arm, m.node_slot[c.node_i[cc]]), f, &f_lin, &f_rot);
+    }
+    StoreVec3(g, 2 * p, LoadVec3(g, 2 * p) - f_lin);
+    StoreVec3(g, 2 * p + 1, LoadVec3(g, 2 * p + 1) - f_rot);
+  }
+};
+
+// truncated modes, per patch: the largest step alpha in [0, 1] along its dv that keeps each of
+// its contacts feasible, J_n (v + alpha Z dv) + phi >= 0 (eq. 11 at velocity level): alpha =
+// min over contacts with J_n Z dv < 0 of max(s, 0) / (-J_n Z dv), s = J_n v + phi (the
+// feasibility-limited coarse step of monotone multigrid for obstacle problems, Kornhuber 1994)
+struct BodyModeLimitOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  ContactView c;
+  const Scalar* v;   // the iterate the correction starts from
+  const Scalar* dv;  // 6 per patch
+  Scalar* alpha;     // per patch
+  unsigned char* blocked;  // per contact: it limited a step since the last refresh (sticky)
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    Scalar a = 1;
+    const Vec3 lin = LoadVec3(dv, 2 * p), ang = LoadVec3(dv, 2 * p + 1);
+    for (Index k = m.gate_ptr[p]; k < m.gate_ptr[p + 1]; ++k) {
+      const Index cc = m.gate_contact[k], i = c.node_i[cc];
+      const Vec3 n = LoadMat3(c.frame, cc).Row(0);
+      const Scalar dn = Dot(n, lin + Cross(ang, LoadVec3(m.arm, m.node_slot[i])));
+      if (dn >= 0) continue;
+      const Scalar s = Dot(n, LoadVec3(v, i)) + c.phi[cc];
+      const Scalar ac = s > 0 ? s / -dn : Scalar(0);
+      if (ac >= 1) continue;
+      blocked[cc] = 1;
+      if (ac < a) a = ac;
+    }
+    alpha[p] = a;
+  }
+};
+
+// truncated modes, per patch: dv_p *= the smallest alpha over its body's patches (one factor
+// per body: a scaled Galerkin step alpha Z dv, alpha in [0, 1], still lowers the energy of
+// eq. 1's linear part, which a per-patch factor would not guarantee)
+struct BodyModeScaleOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* alpha;  // per patch
+  Scalar* dv;           // 6 per patch
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    const Index b = m.patch_body[p];
+    Scalar a = 1;
+    for (Index q = m.body_ptr[b]; q < m.body_ptr[b + 1]; ++q)
+      if (alpha[q] < a) a = alpha[q];
+    if (a == 1) return;
+    for (int d = 0; d < 6; ++d) dv[6 * p + d] *= a;
   }
 };
 

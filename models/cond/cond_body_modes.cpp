@@ -14,6 +14,15 @@ namespace {
 // a patch needs 4 listed nodes (fewer: its rotations are degenerate)
 constexpr Index kMinPatchNodes = 4;
 constexpr double kPatchRegularization = 1e-10;
+// truncated modes (measured on the refined soft mats, docs/notes/solver-experiments.md): the
+// first refresh, the period of the later ones, the fewest iterations between two, the step cut
+// (alpha) below which the next iteration refreshes, and the least slack of an admitted contact
+// in units of theta_th
+constexpr int kFirstRefresh = 8;
+constexpr int kRefreshEvery = 32;
+constexpr int kRefreshGap = 4;
+constexpr Scalar kRefreshAlpha = 0.5;
+constexpr double kSlackFactor = 30;
 }  // namespace
 
 void CondBodyModes::Set(const BodyModes& modes) {
@@ -77,6 +86,9 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
   // contact step (Alg. 2) is unchanged
   std::vector<unsigned char> excluded = ctx_->in_contact_host;
   for (Index k = 0; k < nodes; ++k) excluded[k] |= ctx_->own_gamma_host[k];
+  // truncated modes: the contact nodes admitted at the last refresh are listed again
+  for (std::size_t k = 0; k < admit_.size(); ++k)
+    if (admit_[k]) excluded[k] = 0;
   // free bodies: only the bodies that have nodes of contacts (S-contacts, node-node or node -
   // rigid virtual node D-contacts) and no other node the contact step touches (barycentric
   // hosts: their kv coupling would pin the modes); their contact nodes stay in the patch
@@ -196,6 +208,14 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
 void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
   num_patches_ = 0;
+  // a new solve lists no contact node until the first refresh (its impulses say nothing yet)
+  if (!refreshing_) {
+    admit_.clear();
+    admitted_ = 0;
+    refresh_due_ = false;
+    last_refresh_ = 0;
+  }
+  a_ = &a;
   if (!ctx_->params->body_modes || ctx_->params->step_size != StepSize::kFrobenius) return;
   if (free_ && !ctx_->params->free_body_modes) return;
   BodyModeHost used;
@@ -205,9 +225,10 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   listed_ = static_cast<Index>(used.node.size());
   Coupling(a.pattern(), &used);
   rows_ = listed_ + static_cast<Index>(used.halo.size());
-  // free bodies: each patch's contacts, whose impulses gate its correction
+  // free bodies: each patch's contacts, whose impulses gate its correction; truncated modes:
+  // the contacts of its listed contact nodes (their forces and feasibility limits)
   used.gate_ptr.assign(std::size_t(num_patches_) + 1, 0);
-  if (free_) {
+  if (free_ || admitted_ > 0) {
     const ContactSet& c = ctx_->contacts_host;
     std::vector<std::vector<Index>> lists(static_cast<std::size_t>(num_patches_));
     for (Index m = 0; m < c.size(); ++m) {
@@ -298,10 +319,84 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   CondKernels& k = *ctx_->kernels;
   k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
   if (free_) k.BodyModeGate(num_patches_, BodyModeGateOp{view, ctx_->lambda.data(), loaded_.data(), g_.data()});
+  const bool limited = admitted_ > 0;
+  const ContactView contacts = ctx_->contacts.view();
+  if (limited)
+    k.BodyModeContactForce(num_patches_, BodyModeContactForceOp{view, contacts, ctx_->lambda.data(), ctx_->node_env.data(),
+                                                                ctx_->env_active.data(), g_.data()});
   k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), ctx_->node_env.data(), ctx_->env_active.data(), dv_.data()});
+  // truncated modes: the step limited per body so no listed contact becomes violated
+  if (limited) {
+    if (alpha_.size() < num_patches_) alpha_.Resize(ctx_->backend, num_patches_);
+    k.BodyModeLimit(num_patches_, BodyModeLimitOp{view, contacts, v.data(), dv_.data(), alpha_.data(), blocked_.data()});
+    k.BodyModeScale(num_patches_, BodyModeScaleOp{view, alpha_.data(), dv_.data()});
+    // a step cut short: contacts are closing, the next iteration re-chooses the patches
+    const std::vector<Scalar> al = alpha_.ToHost();
+    Scalar mn = 1;
+    for (Index p = 0; p < num_patches_; ++p) mn = std::min(mn, al[p]);
+    if (mn < kRefreshAlpha) refresh_due_ = true;
+  }
   k.BodyModeApply(rows_, BodyModeApplyOp{view, listed_, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v_keep_.data(),
                                            ctx_->r.data()});
   return v_keep_;
+}
+
+bool CondBodyModes::truncating() const {
+  return ctx_->params->truncated_modes && !free_ && ctx_->params->body_modes && ctx_->params->step_size == StepSize::kFrobenius;
+}
+
+bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
+  if (!truncating() || a_ == nullptr || l == 0) return false;
+  // at l = 8, 40, 72, ... (the first sweeps decide which contacts are idle), and early, at
+  // least 4 iterations after the last one, when a step was cut short
+  const bool early = refresh_due_ && l - last_refresh_ >= kRefreshGap;
+  if (!early && (l < kFirstRefresh || (l - kFirstRefresh) % kRefreshEvery != 0)) return false;
+  const Index nodes = ctx_->nodes;
+  const ContactSet& c = ctx_->contacts_host;
+  if (c.size() == 0) return false;
+  const std::vector<Scalar> lambda = ctx_->lambda.ToHost();
+  const std::vector<Scalar> vh = v.ToHost();
+  std::vector<unsigned char> blocked = admitted_ > 0 ? blocked_.ToHost() : std::vector<unsigned char>();
+  refresh_due_ = false;
+  last_refresh_ = l;
+  // admitted: every contact of the node is an idle S-contact (lambda = 0) that limited no step
+  // since the last refresh, with a slack J_n v + phi above kSlackFactor theta_th; a node of a
+  // D-contact, of a loaded contact or of one at (or near) its bound stays out (truncated, as at
+  // the active nodes of monotone multigrid, Kornhuber 1994)
+  const double slack_min = kSlackFactor * ctx_->params->theta_threshold;
+  std::vector<unsigned char> admit(std::size_t(nodes), 0), veto(std::size_t(nodes), 0);
+  for (Index m = 0; m < c.size(); ++m) {
+    const Index i = c.node_i[m], j = c.node_j[m];
+    bool idle = j < 0 && !ctx_->own_gamma_host[i] && lambda[3 * m] == 0 && lambda[3 * m + 1] == 0 && lambda[3 * m + 2] == 0 &&
+                (blocked.empty() || !blocked[m]);
+    if (idle) {
+      const Vec3 n = c.Frame(m).Row(0);
+      idle = Dot(n, Vec3(vh[3 * i], vh[3 * i + 1], vh[3 * i + 2])) + c.phi[m] > slack_min;
+    }
+    if (idle) {
+      admit[i] = 1;
+    } else {
+      veto[i] = 1;
+      if (j >= 0) veto[j] = 1;
+    }
+  }
+  // only nodes of the patches count (a cable's or rigid body's contact node is never listed)
+  std::vector<unsigned char> listed(std::size_t(nodes), 0);
+  for (Index i : modes_.node)
+    if (i < nodes) listed[i] = 1;
+  Index count = 0;
+  for (Index i = 0; i < nodes; ++i) {
+    admit[i] = admit[i] && !veto[i] && listed[i];
+    count += admit[i];
+  }
+  if (admit == admit_ || (count == 0 && admitted_ == 0)) return false;
+  admit_ = admit;
+  admitted_ = count;
+  blocked_.Assign(ctx_->backend, std::vector<unsigned char>(std::size_t(c.size()), 0));
+  refreshing_ = true;
+  Prepare(*a_);
+  refreshing_ = false;
+  return true;
 }
 
 }  // namespace condsim

@@ -8,7 +8,10 @@
 // contact node and the diagonal contact step is untouched; a patch left with fewer than 4 nodes
 // is left out too. A node belongs to at most one patch. Frobenius W only. A second instance, the
 // free-body level (SetFreeBodies), keeps the contact nodes in one patch per body and acts only
-// while the body's contacts are idle (docs/solver.md "Free bodies").
+// while the body's contacts are idle (docs/solver.md "Free bodies"). With truncated modes
+// (CondParams::truncated_modes) the patch level also lists contact nodes whose contacts are idle,
+// re-chosen during the solve (Refresh), with a feasibility-limited step (docs/solver.md
+// "Truncated modes").
 #pragma once
 
 #include <vector>
@@ -71,6 +74,12 @@ class CondBodyModes : public CondComponent {
   // a copy of v corrected in the patches' modes, v + Z dv with dv = -(Z^T A Z)^-1 Z^T r, with
   // r = A v - b updated to match (the W step starts from it; v itself stays for Chebyshev)
   const Array<Scalar>& Corrected(const Array<Scalar>& v);
+  // truncated modes (CondParams::truncated_modes; the patch level only): at the refresh
+  // iterations l of this solve, re-chooses the patches with the contact nodes whose contacts are
+  // all idle S-contacts (lambda = 0) with a positive slack J_n v + phi, and rebuilds the coarse
+  // inverses when that set changed
+  // the rebuilds at the refreshes; returns whether the patches changed
+  bool Refresh(int l, const Array<Scalar>& v);
 
  private:
   // this solve's patches: the listed nodes that the contact step does not touch, patches of at
@@ -81,14 +90,26 @@ class CondBodyModes : public CondComponent {
   // offset (c_off)
   void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
 
+  // whether this solve's patches may list idle contact nodes (truncated modes)
+  bool truncating() const;
+
   BodyModes modes_;
   bool free_ = false;      // the free-body level (SetFreeBodies)
+  // truncated modes: per node, a contact node listed in its patch this solve (empty: none);
+  // the matrix of this solve, for the rebuilds at the refreshes
+  std::vector<unsigned char> admit_;
+  DeviceBlockMatrix* a_ = nullptr;
+  bool refreshing_ = false;
+  bool refresh_due_ = false;  // a step was cut below kRefreshAlpha: refresh at the next iteration
+  int last_refresh_ = 0;
+  Index admitted_ = 0;  // contact nodes listed
   Index num_patches_ = 0;  // patches in use (0 when off)
   Index listed_ = 0;       // their nodes in this solve
   Index rows_ = 0;         // rows of T: the listed nodes and the halo
   BodyModeArrays arrays_;
-  Array<Scalar> t_, ac_, g_, dv_, v_keep_;
-  Array<unsigned char> loaded_;  // free bodies: per patch, a contact carried an impulse this solve
+  Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
+  Array<unsigned char> loaded_;   // free bodies: per patch, a contact carried an impulse this solve
+  Array<unsigned char> blocked_;  // truncated modes: per contact, it limited a step
   // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m
   // patches, so a body keeps its slot whatever the other bodies do), and per body the listed
   // nodes its inverse was made for and the solves since: each body's inverse is made again every

@@ -17,8 +17,9 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
-                       BodyModeResidualOp, BodyModeGateOp, BodyModeSolveOp, BodyModeApplyOp, CondResidualOp,
-                       CondChebyshevThetaCommitOp, CondRestoreOp, CondChebyshevResetOp, CondChebyshevStepOp> {
+                       BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
+                       BodyModeSolveOp, BodyModeApplyOp, CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
+                       CondChebyshevResetOp, CondChebyshevStepOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -76,6 +77,9 @@ class CondKernels
   void BodyModeInvert(Index bodies, const BodyModeInvertOp& op) { Run(bodies, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
+  void BodyModeContactForce(Index patches, const BodyModeContactForceOp& op) { Run(patches, op); }
+  void BodyModeLimit(Index patches, const BodyModeLimitOp& op) { Run(patches, op); }
+  void BodyModeScale(Index patches, const BodyModeScaleOp& op) { Run(patches, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
 };

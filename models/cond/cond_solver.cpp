@@ -70,6 +70,7 @@ void CondParams::Validate() const {
   CONDSIM_CHECK(rigid_sweeps >= 0 && rigid_sweeps <= 100, "CondParams.rigid_sweeps must be in [0, 100], got " << rigid_sweeps);
   CONDSIM_CHECK(body_mode_patches >= 1 && body_mode_patches <= kMaxBodyModePatches,
                 "CondParams.body_mode_patches must be in [1, " << kMaxBodyModePatches << "], got " << body_mode_patches);
+  CONDSIM_CHECK(body_mode_refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << body_mode_refresh);
 }
 
 void CondContext::AddContactForces(const Scalar* weights, const Array<Scalar>& lambda_in, Array<Scalar>* out) {
@@ -542,6 +543,12 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   const BackendCounters c0 = backend_->counters();
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
+    // truncated modes: the patches re-chosen from the last iteration's impulses
+    // (a new coarse space changes the iteration: the Chebyshev semi-iteration starts afresh,
+    // without counting as a failed one)
+    if (params_.truncated_modes && modes_.active() && modes_.Refresh(l, *v) && params_.chebyshev)
+      for (Index e = 0; e < ne; ++e)
+        if (loop.cheb_start[e] <= l) loop.cheb_start[e] = l + params_.chebyshev_start;
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
     const bool u_ready = Residual(l, a, b, *v);
     // the momentum check of the environments whose theta passed in the last iteration

@@ -70,6 +70,9 @@ struct CondParams {
                                    // iteration (two-level W; docs/solver.md "Body modes")
   bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
                                    // their contacts carry no impulse (docs/solver.md "Free bodies")
+  bool truncated_modes = false;    // the patches also list contact nodes whose contacts are idle,
+                                   // re-chosen every few iterations, with a feasibility-limited
+                                   // step (docs/solver.md "Truncated modes")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
   int body_mode_refresh = 5;       // body modes: invert the coarse matrices Z^T A Z every k solves
                                    // (>= 1) and when the patches change; in between the older

@@ -167,7 +167,8 @@ std::string ParamsDiffer(const WorldParams& a, const WorldParams& b) {
                      x.w_safeguard != y.w_safeguard || x.theta_threshold != y.theta_threshold || x.stop_rule != y.stop_rule ||
                      x.momentum_factor != y.momentum_factor || x.max_iterations != y.max_iterations || x.chebyshev != y.chebyshev ||
                      x.chebyshev_start != y.chebyshev_start || x.chebyshev_relax != y.chebyshev_relax || x.omega != y.omega ||
-                     x.body_modes != y.body_modes || x.free_body_modes != y.free_body_modes ||
+                     x.body_modes != y.body_modes || x.free_body_modes != y.free_body_modes || x.truncated_modes != y.truncated_modes ||
+                     x.body_mode_refresh != y.body_mode_refresh ||
                      x.body_mode_patches != y.body_mode_patches || x.rigid_sweeps != y.rigid_sweeps},
   };
   for (const auto& [name, differs] : fields)
