@@ -266,5 +266,43 @@ TEST(ResidentStep, ContactReserveZeroTradesAllocationsForMemory) {
   EXPECT_EQ(reserved.x, grown.x);
 }
 
+// detection downloads what its contacts need, not the bodies' state (issue 23 item 2): per step
+// at most 136 bytes per contact (a triangle hit: query, triangle, gap, weights, normal and the
+// triangle's 3 vertices; a flagged FEM node or cable centre: 52 bytes, index, position and
+// velocity, and every flagged point makes at least one contact) plus 8 reads of one value (the
+// reductions and scans); neither FEM positions nor velocities come to the host. Reference: that
+// bound (exact, from the records' sizes), and below one host copy of the FEM positions. Before
+// (b310cb4), steps 2-5: soft_mat_folding 67.7 KiB a step (48 bytes per FEM node, 1443 nodes, and
+// 40 bytes of reductions) for 471 contacts; soft_ball_gripping 62.4 KiB (1331 nodes) for 12
+// contacts. Now 24.0 KiB and 0.7 KiB.
+TEST(ResidentStep, DetectionDownloadsScaleWithContactsNotNodes) {
+  for (const char* name : {"soft_mat_folding", "soft_ball_gripping"}) {
+    SCOPED_TRACE(name);
+    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(scene, be.get());
+    std::int64_t fem_nodes = 0;
+    for (Index b = 0; b < sw.world->num_bodies(); ++b) {
+      try {
+        fem_nodes += std::int64_t(sw.world->FemPositions(b).size() / 3);
+      } catch (const Error&) {
+      }
+    }
+    std::int64_t bytes = 0, contacts = 0, steps = 0;
+    for (int k = 0; k < 5; ++k) {
+      ApplyControls(scene, &sw);
+      const StepStats st = sw.world->Step();
+      if (k == 0) continue;
+      bytes += st.detect_counters.download_bytes;
+      contacts += st.contacts;
+      ++steps;
+      EXPECT_LE(st.detect_counters.download_bytes, 136 * std::int64_t(st.contacts) + 8 * 8) << "step " << k + 1;
+      EXPECT_LT(st.detect_counters.download_bytes, 24 * fem_nodes) << "step " << k + 1;
+    }
+    std::printf("%s, steps 2-5: detection downloads %.1f KiB a step for %.0f contacts, %lld FEM nodes\n", name,
+                double(bytes) / 1024 / double(steps), double(contacts) / double(steps), static_cast<long long>(fem_nodes));
+  }
+}
+
 }  // namespace
 }  // namespace condsim

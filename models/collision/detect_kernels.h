@@ -7,6 +7,7 @@
 namespace condsim {
 
 class DetectKernels
-    : public KernelSet<TriangleBoxOp, CellCountOp, CellFillOp, PointQueryOp, SlotCompactOp, GatherVerticesOp, SpeedOp> {};
+    : public KernelSet<TriangleBoxOp, CellCountOp, CellFillOp, PointQueryOp, SlotCompactOp, GatherVerticesOp, SpeedOp,
+                       NodeShapeFlagOp, NodeShapeCompactOp> {};
 
 }  // namespace condsim

@@ -1,4 +1,4 @@
-// The detection stage: host detection paths and the backend's points against triangles.
+// The detection stage: the host's contact making, the backend's candidate points and triangles.
 #include "models/world/detect.h"
 
 #include <algorithm>
@@ -16,6 +16,7 @@ void DetectStage::Build(WorldBodies* w) {
   env_rigid_.assign(std::size_t(w->num_envs()), {});
   for (std::size_t s = 0; s < w->statics.size(); ++s) env_statics_[std::size_t(w->static_env[s])].push_back(Index(s));
   for (Index k = 0; k < w->rigid.num_bodies(); ++k) env_rigid_[std::size_t(w->Env(BodyKind::kRigid, k))].push_back(k);
+  triangles_.SetShapes(*w, env_statics_, env_rigid_);
 }
 
 Index DetectStage::PotentialContactPoints(const WorldBodies& w) const {
@@ -45,43 +46,59 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     }
   }
   RigidContacts(w, rx, rv, nodes, &out);
+  // this step's detector vertices on the backend; the FEM surface nodes and cable centres within
+  // reach of an analytic shape (flagged on the backend, only they come to the host), in query
+  // order: FEM bodies' surfaces, then cables
+  triangles_.Gather(w, rx, rv);
+  const NodeCandidates& cand = triangles_.ShapeCandidates(w);
+  Index c = 0;
   // FEM surface nodes against the static world and the rigid bodies
-  std::vector<std::vector<Scalar>> fem_v(w.fem.size());
-  fem_x_.resize(w.fem.size());
-  for (std::size_t f = 0; f < w.fem.size(); ++f) {
-    fem_x_[f] = w.fem[f]->x.ToHost();
-    fem_v[f] = w.fem[f]->v.ToHost();
-  }
-  for (std::size_t f = 0; f < w.fem.size(); ++f) {
-    const FemBody& fb = *w.fem[f];
-    if (w.Failed(w.Env(BodyKind::kFem, Index(f)))) continue;
-    const Index offset = w.system->part_offset(fb.part);
-    const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, static_cast<Index>(f)), fb.mu);
-    for (Index i : fb.surface)
-      NodeContacts(w, offset + i, LoadVec3(fem_x_[f].data(), i), LoadVec3(fem_v[f].data(), i), 0, side, nodes, &out);
+  for (; c < cand.size() && triangles_.query_kind(cand.query[c]) == BodyKind::kFem; ++c) {
+    const Index q = cand.query[c], f = triangles_.query_body(q);
+    const FemBody& fb = *w.fem[std::size_t(f)];
+    if (w.Failed(w.Env(BodyKind::kFem, f))) continue;
+    const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, f), fb.mu);
+    NodeContacts(w, w.system->part_offset(fb.part) + triangles_.query_local(q), LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
+                 0, side, nodes, &out);
   }
   // points against triangles on the backend
-  triangles_.Detect(w, fem_x_, rx, rv, nodes, &out);
-  // cable segment centres (radius r) against the static world and the rigid bodies, cable links
-  // against each other
-  std::vector<std::vector<Scalar>> rod_x(w.rods.size()), rod_v(w.rods.size());
-  for (std::size_t c = 0; c < w.rods.size(); ++c) {
-    const RodBody& rb = *w.rods[c];
-    rod_x[c] = rb.model->positions().ToHost();
-    rod_v[c] = rb.v.ToHost();
-    if (w.Failed(w.Env(BodyKind::kRod, Index(c)))) continue;
-    const Index offset = w.system->part_offset(rb.part);
-    const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(c)), rb.mu);
-    for (Index seg = 0; seg < rb.model->num_segments(); ++seg)
-      NodeContacts(w, offset + 2 * seg, LoadVec3(rod_x[c].data(), seg), LoadVec3(rod_v[c].data(), 2 * seg), rb.model->radius(), side,
-                   nodes, &out);
+  triangles_.Detect(w, nodes, &out);
+  // cable segment centres (radius r) against the static world and the rigid bodies
+  for (; c < cand.size(); ++c) {
+    const Index q = cand.query[c], rod = triangles_.query_body(q), seg = triangles_.query_local(q);
+    const RodBody& rb = *w.rods[std::size_t(rod)];
+    if (w.Failed(w.Env(BodyKind::kRod, rod))) continue;
+    const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, rod), rb.mu);
+    NodeContacts(w, w.system->part_offset(rb.part) + 2 * seg, LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
+                 rb.model->radius(), side, nodes, &out);
   }
+  // cable links against each other (host): the positions and velocities of the cables that have
+  // a partner (another cable in their environment, or self-contact) only
+  std::vector<std::vector<Scalar>> rod_x(w.rods.size()), rod_v(w.rods.size());
+  std::vector<unsigned char> linked(w.rods.size(), 0);
+  for (std::size_t a = 0; a < w.rods.size(); ++a) {
+    const Index env = w.Env(BodyKind::kRod, Index(a));
+    if (w.Failed(env)) continue;
+    for (std::size_t b = a; b < w.rods.size(); ++b)
+      if ((a != b || w.rods[a]->self_contact) && w.Env(BodyKind::kRod, Index(b)) == env) linked[a] = linked[b] = 1;
+  }
+  for (std::size_t r = 0; r < w.rods.size(); ++r)
+    if (linked[r]) {
+      rod_x[r] = w.rods[r]->model->positions().ToHost();
+      rod_v[r] = w.rods[r]->v.ToHost();
+    }
   for (std::size_t a = 0; a < w.rods.size(); ++a) {
     const Index env = w.Env(BodyKind::kRod, Index(a));
     if (w.Failed(env)) continue;
     for (std::size_t b = a; b < w.rods.size(); ++b)
       if ((a != b || w.rods[a]->self_contact) && w.Env(BodyKind::kRod, Index(b)) == env) CableLinks(w, a, b, rod_x, rod_v, nodes, &out);
   }
+}
+
+const std::vector<std::vector<Scalar>>& DetectStage::DownloadFemX(const WorldBodies& w) {
+  fem_x_.resize(w.fem.size());
+  for (std::size_t f = 0; f < w.fem.size(); ++f) fem_x_[f] = w.fem[f]->x.ToHost();
+  return fem_x_;
 }
 
 void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,

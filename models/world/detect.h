@@ -1,8 +1,10 @@
 // The detection stage: every contact of a step, nodalized. Rigid surface samples against the
-// static shapes and the other rigid bodies' analytic shapes, FEM surface nodes and cable centres
-// against the static shapes and the rigid bodies (host), points against triangles (backend,
-// detect_triangles.h), cable links against cable links (host). Contacts follow the contact rule
-// (contact_rule.h); points that are not nodes become virtual nodes (nodalize.h).
+// static shapes and the other rigid bodies' analytic shapes (host: rigid state is host state),
+// FEM surface nodes and cable centres against the static shapes and the rigid bodies' analytic
+// shapes (flagged on the backend; only the flagged points come to the host, which makes their
+// contacts), points against triangles (backend, detect_triangles.h), cable links against cable
+// links (host: the linked cables' positions and velocities are downloaded). Contacts follow the
+// contact rule (contact_rule.h); points that are not nodes become virtual nodes (nodalize.h).
 #pragma once
 
 #include <vector>
@@ -25,8 +27,9 @@ class DetectStage {
   // centres and links, rigid surface samples (each makes at most a few contacts a step)
   Index PotentialContactPoints(const WorldBodies& w) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
-  // the FEM bodies' positions at the step's start (host copies, 3 per node)
-  const std::vector<std::vector<Scalar>>& fem_x() const { return fem_x_; }
+  // the FEM bodies' positions (host copies, 3 per node), downloaded now (detection itself reads
+  // them on the backend; the body modes' arms need them on the host)
+  const std::vector<std::vector<Scalar>>& DownloadFemX(const WorldBodies& w);
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
 
