@@ -274,9 +274,9 @@ TEST(ResidentStep, ContactReserveZeroTradesAllocationsForMemory) {
 // bound (exact, from the records' sizes), and below one host copy of the FEM positions. Before
 // (b310cb4), steps 2-5: soft_mat_folding 67.7 KiB a step (48 bytes per FEM node, 1443 nodes, and
 // 40 bytes of reductions) for 471 contacts; soft_ball_gripping 62.4 KiB (1331 nodes) for 12
-// contacts. Now 24.0 KiB and 0.7 KiB.
+// contacts; soft_gripper 36.1 KiB (770 nodes) for 4. Now 24.0, 0.7 and 0.0 KiB.
 TEST(ResidentStep, DetectionDownloadsScaleWithContactsNotNodes) {
-  for (const char* name : {"soft_mat_folding", "soft_ball_gripping"}) {
+  for (const char* name : {"soft_mat_folding", "soft_ball_gripping", "soft_gripper"}) {
     SCOPED_TRACE(name);
     const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
     auto be = Cpu();

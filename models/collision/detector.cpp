@@ -173,8 +173,11 @@ void Detector::SetShapes(const std::vector<NodeShape>& shapes, const std::vector
   shapes_ = Array<NodeShape>(backend_, shapes);
   shape_env_ptr_ = Array<Index>(backend_, env_ptr);
   shape_list_ = Array<Index>(backend_, list);
-  // per query point its flag and offset; the compact list holds at most every point
+  // the leading query points whose vertex is their index (the points ShapeCandidates may test)
   const Index nq = static_cast<Index>(scene_.query.size());
+  shape_queries_ = 0;
+  while (shape_queries_ < nq && scene_.query[shape_queries_] == shape_queries_) ++shape_queries_;
+  // per query point its flag and offset; the compact list holds at most every point
   node_flag_ = Array<Index>(backend_, nq);
   node_offset_ = Array<Index>(backend_, nq);
   node_query_ = Array<Index>(backend_, nq);
@@ -190,7 +193,8 @@ void Detector::UpdateShapes(Index first, const std::vector<NodeShape>& shapes) {
 
 const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margin) {
   CONDSIM_CHECK(std::isfinite(dt) && dt > 0 && std::isfinite(margin) && margin >= 0, "detection: dt > 0 and margin >= 0");
-  CONDSIM_CHECK(n >= 0 && n <= node_flag_.size(), "detection: " << n << " shape queries, the detector has " << node_flag_.size());
+  CONDSIM_CHECK(n >= 0 && n <= shape_queries_, "detection: " << n << " shape queries, the detector has " << shape_queries_
+                                                              << " whose vertex is their index (SetShapes first)");
   candidates_.query.clear();
   candidates_.x.clear();
   candidates_.v.clear();

@@ -97,6 +97,7 @@ class Detector {
   Array<NodeShape> shapes_;
   Array<Index> shape_env_ptr_, shape_list_, node_flag_, node_offset_, node_query_;
   Array<Scalar> node_x_, node_v_;
+  Index shape_queries_ = 0;  // query points q < shape_queries_ have vertex q
   NodeCandidates candidates_;
 };
 
