@@ -61,6 +61,17 @@ struct DetectView : DetectSceneView {
   const Scalar* v = nullptr;  // 3 per vertex [m/s]
 };
 
+// the box [a, b] grown by `grow` on every side; returns its largest side
+CONDSIM_HD_INLINE Scalar GrowBox(Scalar grow, Vec3* a, Vec3* b) {
+  Scalar e = 0;
+  for (int d = 0; d < 3; ++d) {
+    (*a)[d] -= grow;
+    (*b)[d] += grow;
+    e = (*b)[d] - (*a)[d] > e ? (*b)[d] - (*a)[d] : e;
+  }
+  return e;
+}
+
 // per triangle: its box grown by `reach` (the detection reach of every query plus the largest
 // radius) or its owner's depth limit plus that radius; lo/hi 3 each, ext = the largest side
 struct TriangleBoxOp {
@@ -81,16 +92,9 @@ struct TriangleBoxOp {
       }
     }
     const Scalar dl = s.depth_limit[s.tri_owner[t]] + max_radius;
-    const Scalar grow = reach > dl ? reach : dl;
-    Scalar e = 0;
-    for (int d = 0; d < 3; ++d) {
-      a[d] -= grow;
-      b[d] += grow;
-      e = b[d] - a[d] > e ? b[d] - a[d] : e;
-    }
+    ext[t] = GrowBox(reach > dl ? reach : dl, &a, &b);
     StoreVec3(lo, t, a);
     StoreVec3(hi, t, b);
-    ext[t] = e;
   }
 };
 

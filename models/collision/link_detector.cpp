@@ -68,9 +68,9 @@ const LinkHits& LinkDetector::Detect(const Array<Scalar>& xa, const Array<Scalar
   kernels_->Run(num_b_, CellFillOp{lo_.data(), hi_.data(), grid, zeros_.data(), zeros_.data(), offset_.data(), keys_.data(), items_.data()});
   backend_->SortPairs(num_pairs, &keys_, &items_);
   // per link of a: count, scan, fill (ascending candidates), then the pairs' contacts
-  LinkPairOp op{links_a_.data(), links_b_.data(), xa.data(), va.data(), xb.data(), vb.data(), lo_.data(), hi_.data(), keys_.data(),
-                items_.data(), num_pairs, grid, self_ ? skip : 0, self_ ? 1 : 0, ra, rb, dt, margin, nullptr, count_.data(), nullptr,
-                nullptr};
+  const LinkCables cables{links_a_.data(), links_b_.data(), xa.data(), va.data(), xb.data(), vb.data()};
+  LinkPairOp op{cables, lo_.data(), hi_.data(), keys_.data(), items_.data(), num_pairs, grid, self_ ? skip : 0, self_ ? 1 : 0,
+                ra, rb, dt, margin, nullptr, count_.data(), nullptr, nullptr};
   kernels_->Run(num_a_, op);
   const Index total = backend_->ExclusiveScan(num_a_, count_, &offset_);
   if (total == 0) return hits_;
@@ -84,8 +84,7 @@ const LinkHits& LinkDetector::Detect(const Array<Scalar>& xa, const Array<Scalar
   op.out_a = hit_a_.data();
   op.out_b = hit_b_.data();
   kernels_->Run(num_a_, op);
-  kernels_->Run(total, LinkGatherOp{links_a_.data(), links_b_.data(), xa.data(), va.data(), xb.data(), vb.data(), hit_a_.data(),
-                                    hit_b_.data(), ra, rb, dt, margin, hit_data_.data()});
+  kernels_->Run(total, LinkGatherOp{cables, hit_a_.data(), hit_b_.data(), ra, rb, dt, margin, hit_data_.data()});
   hits_.a.resize(std::size_t(total));
   hits_.b.resize(std::size_t(total));
   hits_.data.resize(9 * std::size_t(total));

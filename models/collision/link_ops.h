@@ -42,6 +42,22 @@ CONDSIM_HD_INLINE bool LinkNarrow(const Vec3& p0, const Vec3& p1, const Vec3& q0
   return true;
 }
 
+// the two cables as the link ops see them: links (first centres), centres' positions (3 each)
+// and nodes' velocities (3 each, centre s at node 2s)
+struct LinkCables {
+  const Index* link_a;
+  const Index* link_b;
+  const Scalar* xa;
+  const Scalar* va;
+  const Scalar* xb;
+  const Scalar* vb;
+  // LinkNarrow of a's link from centre s and b's link from centre u
+  CONDSIM_HD_INLINE bool Narrow(Index s, Index u, Scalar ra, Scalar rb, Scalar dt, Scalar margin, LinkContact* lc) const {
+    return LinkNarrow(LoadVec3(xa, s), LoadVec3(xa, s + 1), LoadVec3(xb, u), LoadVec3(xb, u + 1), LoadVec3(va, 2 * s),
+                      LoadVec3(va, 2 * s + 2), LoadVec3(vb, 2 * u), LoadVec3(vb, 2 * u + 2), ra, rb, dt, margin, lc);
+  }
+};
+
 // |v| of cable centre s (its velocity at node 2s)
 struct LinkSpeedOp {
   const Scalar* v;
@@ -61,17 +77,13 @@ struct LinkBoxOp {
   CONDSIM_HD_INLINE void operator()(Index k) const {
     const Vec3 p0 = LoadVec3(x, link[k]), p1 = LoadVec3(x, link[k] + 1);
     Vec3 a = p0, b = p0;
-    Scalar e = 0;
     for (int d = 0; d < 3; ++d) {
       a[d] = p1[d] < a[d] ? p1[d] : a[d];
       b[d] = p1[d] > b[d] ? p1[d] : b[d];
-      a[d] -= reach;
-      b[d] += reach;
-      e = b[d] - a[d] > e ? b[d] - a[d] : e;
     }
+    ext[k] = GrowBox(reach, &a, &b);
     StoreVec3(lo, k, a);
     StoreVec3(hi, k, b);
-    ext[k] = e;
   }
 };
 
@@ -81,12 +93,7 @@ struct LinkBoxOp {
 // number; fill pass: (i, k) from offset[i] on, in ascending k
 struct LinkPairOp {
   static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
-  const Index* link_a;
-  const Index* link_b;
-  const Scalar* xa;
-  const Scalar* va;
-  const Scalar* xb;
-  const Scalar* vb;
+  LinkCables c;
   const Scalar* box_lo;
   const Scalar* box_hi;
   const std::uint64_t* keys;
@@ -101,8 +108,8 @@ struct LinkPairOp {
   Index* out_a;
   Index* out_b;
   CONDSIM_HD void operator()(Index i) const {
-    const Index s = link_a[i];
-    const Vec3 p0 = LoadVec3(xa, s), p1 = LoadVec3(xa, s + 1);
+    const Index s = c.link_a[i];
+    const Vec3 p0 = LoadVec3(c.xa, s), p1 = LoadVec3(c.xa, s + 1);
     const Vec3 mid = Scalar(0.5) * (p0 + p1);
     const std::uint64_t key = DetectKey(DetectCell(mid[0], grid), DetectCell(mid[1], grid), DetectCell(mid[2], grid), 0, grid);
     Index lo = 0, hi = num_pairs;
@@ -111,19 +118,17 @@ struct LinkPairOp {
       if (keys[m] < key) lo = m + 1; else hi = m;
     }
     Index n = 0, at = offset != nullptr ? offset[i] : 0;
-    for (Index c = lo; c < num_pairs && keys[c] == key; ++c) {
-      const Index k = items[c];
-      if (c > lo && items[c - 1] == k) continue;  // a box listed twice in one cell (clamped cells)
+    for (Index j = lo; j < num_pairs && keys[j] == key; ++j) {
+      const Index k = items[j];
+      if (j > lo && items[j - 1] == k) continue;  // a box listed twice in one cell (clamped cells)
       const std::int64_t b3 = 3 * std::int64_t(k);
       if (!(mid[0] >= box_lo[b3] && mid[0] <= box_hi[b3] && mid[1] >= box_lo[b3 + 1] && mid[1] <= box_hi[b3 + 1] &&
             mid[2] >= box_lo[b3 + 2] && mid[2] <= box_hi[b3 + 2]))
         continue;
-      const Index u = link_b[k];
+      const Index u = c.link_b[k];
       if (self && u < s + skip) continue;  // each pair once, neighbours never
       LinkContact lc;
-      if (!LinkNarrow(p0, p1, LoadVec3(xb, u), LoadVec3(xb, u + 1), LoadVec3(va, 2 * s), LoadVec3(va, 2 * s + 2), LoadVec3(vb, 2 * u),
-                      LoadVec3(vb, 2 * u + 2), ra, rb, dt, margin, &lc))
-        continue;
+      if (!c.Narrow(s, u, ra, rb, dt, margin, &lc)) continue;
       if (offset != nullptr) {
         out_a[at + n] = i;
         out_b[at + n] = k;
@@ -137,23 +142,17 @@ struct LinkPairOp {
 // per hit h: its contact (LinkNarrow again, the same arithmetic as the pass that found it) to
 // the host, 9 values: s, t, gap, n (3), pp (3)
 struct LinkGatherOp {
-  const Index* link_a;
-  const Index* link_b;
-  const Scalar* xa;
-  const Scalar* va;
-  const Scalar* xb;
-  const Scalar* vb;
+  LinkCables c;
   const Index* hit_a;
   const Index* hit_b;
   Scalar ra, rb, dt, margin;
   Scalar* out;  // 9 per hit
   CONDSIM_HD_INLINE void operator()(Index h) const {
-    const Index s = link_a[hit_a[h]], u = link_b[hit_b[h]];
+    const Index s = c.link_a[hit_a[h]], u = c.link_b[hit_b[h]];
     LinkContact lc;
     lc.st = {0, 0};
     lc.gap = 0;
-    LinkNarrow(LoadVec3(xa, s), LoadVec3(xa, s + 1), LoadVec3(xb, u), LoadVec3(xb, u + 1), LoadVec3(va, 2 * s), LoadVec3(va, 2 * s + 2),
-               LoadVec3(vb, 2 * u), LoadVec3(vb, 2 * u + 2), ra, rb, dt, margin, &lc);
+    c.Narrow(s, u, ra, rb, dt, margin, &lc);
     Scalar* o = out + 9 * std::int64_t(h);
     o[0] = lc.st.s;
     o[1] = lc.st.t;
