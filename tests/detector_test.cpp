@@ -57,6 +57,75 @@ TEST(Detector, MatchesBruteForceOnRandomScenes) {
   EXPECT_GT(sheet, 0);
 }
 
+// the points within reach of an analytic shape (Detector::ShapeCandidates): on random scenes
+// with static shapes of every kind and moving rigid shapes in two environments, exactly the
+// points the host's rule flags (ShapeProximity, InReach: some shape of the point's environment
+// has gap <= |v_p - v_q| t + margin), ascending, with their positions and velocities as uploaded
+// (reference: that host evaluation, exact)
+TEST(Detector, ShapeCandidatesMatchTheHostRule) {
+  auto rng = test::Rng();
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  std::uniform_real_distribution<Scalar> u(-1, 1);
+  Index flagged = 0, points = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    test::DetectSceneData d = test::RandomDetectScene(rng, 4, 3, 0.04, 0.05, 1.0, 0.004);
+    // owners 0, 1 in environment 0, the others in environment 1
+    d.scene.owner_env.assign(d.scene.self_contact.size(), 1);
+    d.scene.owner_env[0] = d.scene.owner_env[1] = 0;
+    Detector det(backend.get(), d.scene);
+    det.Upload(0, d.x, d.v);
+    std::vector<NodeShape> shapes;
+    auto add = [&](ShapeType type, const Vec3& size, bool moving) {
+      NodeShape sh;
+      sh.shape.type = type;
+      sh.shape.center = Vec3(0.02 * u(rng), 0.02 * u(rng), 0.02 * u(rng));
+      sh.shape.orientation = Normalized(Quat(1 + u(rng), u(rng), u(rng), u(rng)));
+      sh.shape.size = size;
+      sh.x = sh.shape.center;
+      sh.v = Vec3(u(rng), u(rng), u(rng));
+      sh.omega = Vec3(10 * u(rng), 10 * u(rng), 10 * u(rng));
+      sh.moving = moving ? 1 : 0;
+      shapes.push_back(sh);
+    };
+    add(ShapeType::kPlane, Vec3(), false);
+    add(ShapeType::kSphere, Vec3(0.01, 0, 0), false);
+    add(ShapeType::kBox, Vec3(0.01, 0.005, 0.008), true);
+    add(ShapeType::kCapsule, Vec3(0.004, 0.01, 0), true);
+    add(ShapeType::kSphere, Vec3(0.008, 0, 0), true);
+    // environment 0: the plane and the moving box; environment 1: the rest
+    const std::vector<Index> env_ptr = {0, 2, 5}, list = {0, 2, 1, 3, 4};
+    det.SetShapes(shapes, env_ptr, list);
+    const Scalar dt = 0.01, margin = 1e-3;
+    const Index nq = static_cast<Index>(d.scene.query.size());
+    const NodeCandidates& got = det.ShapeCandidates(nq, dt, margin);
+    std::vector<Index> want;
+    for (Index q = 0; q < nq; ++q) {
+      const Vec3 p = LoadVec3(d.x.data(), q), vp = LoadVec3(d.v.data(), q);
+      const Index env = d.scene.owner_env[d.scene.vertex_owner[q]];
+      bool hit = false;
+      for (Index j = env_ptr[env]; j < env_ptr[env + 1]; ++j) {
+        const NodeShape& sh = shapes[list[j]];
+        const Proximity prox = ShapeProximity(sh.shape, p);
+        const Vec3 vq = sh.moving ? sh.v + Cross(sh.omega, prox.point - sh.x) : Vec3();
+        hit = hit || !(prox.distance - d.scene.radius[q] > Norm(vp - vq) * dt + margin);
+      }
+      if (hit) want.push_back(q);
+    }
+    ASSERT_EQ(got.query, want);
+    for (Index k = 0; k < got.size(); ++k)
+      for (int a = 0; a < 3; ++a) {
+        EXPECT_EQ(got.x[3 * k + a], d.x[3 * got.query[k] + a]);
+        EXPECT_EQ(got.v[3 * k + a], d.v[3 * got.query[k] + a]);
+      }
+    flagged += got.size();
+    points += nq;
+  }
+  std::printf("shape candidates: %d of %d points flagged\n", int(flagged), int(points));
+  // the scenes flag some points and leave others
+  EXPECT_GT(flagged, 20);
+  EXPECT_LT(flagged, points / 2);
+}
+
 // repeated detection gives the same result; 1 and 2 OpenMP threads too
 TEST(Detector, IsDeterministicAcrossThreads) {
   auto rng = test::Rng();

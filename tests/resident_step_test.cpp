@@ -297,5 +297,50 @@ TEST(ResidentStep, ContactReserveZeroTradesAllocationsForMemory) {
   EXPECT_EQ(reserved.x, grown.x);
 }
 
+// detection downloads what its contacts need, not the bodies' state (issue 23 item 2): per step
+// at most 136 bytes per contact (a triangle hit: query, triangle, gap, weights, normal and the
+// triangle's 3 vertices; a flagged FEM node or cable centre: 52 bytes, index, position and
+// velocity, and every flagged point makes at least one contact; a cable link pair: 80 bytes,
+// two indices and its contact) plus 16 reads of one value (the reductions and scans); neither
+// FEM nor cable positions and velocities come to the host. Reference: that bound (exact, from the
+// records' sizes), and below one host copy of the FEM nodes' and cable centres' positions.
+// Before (b310cb4), steps 2-5: soft_mat_folding 67.7 KiB a step (48 bytes per FEM node, 1443
+// nodes, and 40 bytes of reductions) for 471 contacts; soft_ball_gripping 62.4 KiB (1331 nodes)
+// for 12 contacts; soft_gripper 36.1 KiB (770 nodes) for 4; cable_winding_320 22.5 KiB (320
+// centres: x and the nodes' v) for 1 contact. Now 24.0, 0.7, 0.0 and 0.1 KiB.
+TEST(ResidentStep, DetectionDownloadsScaleWithContactsNotNodes) {
+  for (const char* name : {"soft_mat_folding", "soft_ball_gripping", "soft_gripper", "cable_winding_320"}) {
+    SCOPED_TRACE(name);
+    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(scene, be.get());
+    // the deformable points: FEM nodes and cable centres
+    std::int64_t points = 0;
+    for (Index b = 0; b < sw.world->num_bodies(); ++b) {
+      try {
+        points += std::int64_t(sw.world->FemPositions(b).size() / 3);
+      } catch (const Error&) {
+      }
+      try {
+        points += std::int64_t(sw.world->RodPositions(b).size() / 3);
+      } catch (const Error&) {
+      }
+    }
+    std::int64_t bytes = 0, contacts = 0, steps = 0;
+    for (int k = 0; k < 5; ++k) {
+      ApplyControls(scene, &sw);
+      const StepStats st = sw.world->Step();
+      if (k == 0) continue;
+      bytes += st.detect_counters.download_bytes;
+      contacts += st.contacts;
+      ++steps;
+      EXPECT_LE(st.detect_counters.download_bytes, 136 * std::int64_t(st.contacts) + 16 * 8) << "step " << k + 1;
+      EXPECT_LT(st.detect_counters.download_bytes, 24 * points) << "step " << k + 1;
+    }
+    std::printf("%s, steps 2-5: detection downloads %.1f KiB a step for %.0f contacts, %lld FEM nodes and cable centres\n", name,
+                double(bytes) / 1024 / double(steps), double(contacts) / double(steps), static_cast<long long>(points));
+  }
+}
+
 }  // namespace
 }  // namespace condsim

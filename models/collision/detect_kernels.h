@@ -2,11 +2,13 @@
 #pragma once
 
 #include "models/collision/detect_ops.h"
+#include "models/collision/link_ops.h"
 #include "models/kernel_set.h"
 
 namespace condsim {
 
 class DetectKernels
-    : public KernelSet<TriangleBoxOp, CellCountOp, CellFillOp, PointQueryOp, SlotCompactOp, GatherVerticesOp, SpeedOp> {};
+    : public KernelSet<TriangleBoxOp, CellCountOp, CellFillOp, PointQueryOp, SlotCompactOp, GatherVerticesOp, SpeedOp,
+                       NodeShapeFlagOp, NodeShapeCompactOp, LinkSpeedOp, LinkBoxOp, LinkPairOp, LinkGatherOp> {};
 
 }  // namespace condsim

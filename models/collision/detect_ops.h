@@ -10,6 +10,7 @@
 #include "condsim/math.h"
 #include "condsim/record.h"
 #include "models/collision/primitives.h"
+#include "models/collision/static_world.h"
 
 namespace condsim {
 
@@ -60,6 +61,17 @@ struct DetectView : DetectSceneView {
   const Scalar* v = nullptr;  // 3 per vertex [m/s]
 };
 
+// the box [a, b] grown by `grow` on every side; returns its largest side
+CONDSIM_HD_INLINE Scalar GrowBox(Scalar grow, Vec3* a, Vec3* b) {
+  Scalar e = 0;
+  for (int d = 0; d < 3; ++d) {
+    (*a)[d] -= grow;
+    (*b)[d] += grow;
+    e = (*b)[d] - (*a)[d] > e ? (*b)[d] - (*a)[d] : e;
+  }
+  return e;
+}
+
 // per triangle: its box grown by `reach` (the detection reach of every query plus the largest
 // radius) or its owner's depth limit plus that radius; lo/hi 3 each, ext = the largest side
 struct TriangleBoxOp {
@@ -80,16 +92,9 @@ struct TriangleBoxOp {
       }
     }
     const Scalar dl = s.depth_limit[s.tri_owner[t]] + max_radius;
-    const Scalar grow = reach > dl ? reach : dl;
-    Scalar e = 0;
-    for (int d = 0; d < 3; ++d) {
-      a[d] -= grow;
-      b[d] += grow;
-      e = b[d] - a[d] > e ? b[d] - a[d] : e;
-    }
+    ext[t] = GrowBox(reach > dl ? reach : dl, &a, &b);
     StoreVec3(lo, t, a);
     StoreVec3(hi, t, b);
-    ext[t] = e;
   }
 };
 
@@ -283,6 +288,8 @@ struct PointQueryOp {
 
 // per query: its used slots to the compact list from offset[q] (query order, then owner order)
 struct SlotCompactOp {
+  const Index* tri;  // the scene's triangles (3 vertices each) and the vertices' positions
+  const Scalar* x;
   const Index* slot_tri;
   const Scalar* slot_gap;
   const Scalar* slot_w;
@@ -293,6 +300,7 @@ struct SlotCompactOp {
   Scalar* out_gap;
   Scalar* out_w;
   Scalar* out_n;
+  Scalar* out_tx;  // 9 per contact: the triangle's vertex positions (the host's contact point)
   CONDSIM_HD_INLINE void operator()(Index q) const {
     Index k = offset[q];
     for (int m = 0; m < kDetectSlots; ++m) {
@@ -303,6 +311,7 @@ struct SlotCompactOp {
       out_gap[k] = slot_gap[o];
       StoreVec3(out_w, k, LoadVec3(slot_w, o));
       StoreVec3(out_n, k, LoadVec3(slot_n, o));
+      for (int a = 0; a < 3; ++a) StoreVec3(out_tx, 3 * std::int64_t(k) + a, LoadVec3(x, tri[3 * std::int64_t(slot_tri[o]) + a]));
       ++k;
     }
   }
@@ -321,6 +330,61 @@ struct GatherVerticesOp {
   CONDSIM_HD_INLINE void operator()(Index k) const {
     StoreVec3(dst_x, offset + k, LoadVec3(x, idx_x[k]));
     StoreVec3(dst_v, offset + k, LoadVec3(v, idx_v[k]));
+  }
+};
+
+// an analytic shape a deformable point may touch: a static shape (at rest) or a rigid body's
+// shape at its pose, moving with the body (velocity v + omega x (q - x) at a point q)
+struct NodeShape {
+  StaticShape shape;
+  Vec3 x, v, omega;  // the rigid body's centre [m], velocity [m/s], angular velocity [rad/s]
+  int moving;        // 1: a rigid body's shape (v, omega used); 0: a static shape
+};
+
+// per query point q < num (the FEM surface nodes and cable centres, whose query point is vertex
+// q): flag[q] = 1 when some analytic shape of its environment (shapes[list[env_ptr[e]] ..
+// list[env_ptr[e + 1] - 1]]) is within reach, gap = distance - r <= |v_p - v_q| t + margin
+// (contact_rule.h InReach, the same arithmetic as the host's DetectStage::NodeContacts, which
+// makes the contacts of the flagged points)
+struct NodeShapeFlagOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  DetectView s;
+  const NodeShape* shapes;
+  const Index* env_ptr;
+  const Index* list;
+  Scalar dt, margin;
+  Index* flag;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Vec3 p = LoadVec3(s.x, q), vp = LoadVec3(s.v, q);
+    const Scalar r = s.radius[q];
+    const Index env = s.owner_env[s.vertex_owner[q]];
+    Index hit = 0;
+    for (Index j = env_ptr[env]; j < env_ptr[env + 1] && hit == 0; ++j) {
+      const NodeShape& sh = shapes[list[j]];
+      const Proximity prox = AnalyticProximity(sh.shape, p);
+      const Scalar gap = prox.distance - r;
+      const Vec3 vrel = sh.moving ? vp - (sh.v + Cross(sh.omega, prox.point - sh.x)) : vp;
+      if (!(gap > Norm(vrel) * dt + margin)) hit = 1;
+    }
+    flag[q] = hit;
+  }
+};
+
+// per flagged query point: its index, position and velocity to the compact list from offset[q]
+struct NodeShapeCompactOp {
+  const Scalar* x;
+  const Scalar* v;
+  const Index* flag;
+  const Index* offset;
+  Index* out_query;
+  Scalar* out_x;
+  Scalar* out_v;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    if (flag[q] == 0) return;
+    const Index k = offset[q];
+    out_query[k] = q;
+    StoreVec3(out_x, k, LoadVec3(x, q));
+    StoreVec3(out_v, k, LoadVec3(v, q));
   }
 };
 

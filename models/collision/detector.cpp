@@ -65,6 +65,7 @@ Detector::Detector(Backend* backend, const DetectScene& scene) : backend_(backen
   out_gap_ = Array<Scalar>(backend, cap);
   out_w_ = Array<Scalar>(backend, 3 * cap);
   out_n_ = Array<Scalar>(backend, 3 * cap);
+  out_tx_ = Array<Scalar>(backend, 9 * cap);
   for (Scalar r : scene_.radius) max_radius_ = std::max(max_radius_, r);
 }
 
@@ -94,6 +95,7 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
   result_.gap.clear();
   result_.w.clear();
   result_.n.clear();
+  result_.tx.clear();
   num_pairs_ = 0;
   const Index nt = arrays_.tri_owner.size(), nq = arrays_.query.size(), nv = scene_.num_vertices();
   if (nt == 0 || nq == 0) return result_;
@@ -137,22 +139,83 @@ const DetectResult& Detector::Detect(Scalar dt, Scalar margin) {
     out_gap_ = Array<Scalar>(backend_, cap);
     out_w_ = Array<Scalar>(backend_, 3 * cap);
     out_n_ = Array<Scalar>(backend_, 3 * cap);
+    out_tx_ = Array<Scalar>(backend_, 9 * cap);
   }
-  kernels_->Run(nq, SlotCompactOp{slot_tri_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(),
+  kernels_->Run(nq, SlotCompactOp{arrays_.view().tri, x_.data(), slot_tri_.data(), slot_gap_.data(), slot_w_.data(), slot_n_.data(),
                                   qoffset_.data(), out_query_.data(), out_tri_.data(), out_gap_.data(), out_w_.data(),
-                                  out_n_.data()});
+                                  out_n_.data(), out_tx_.data()});
   // download the compact list only
   result_.query.resize(total);
   result_.tri.resize(total);
   result_.gap.resize(total);
   result_.w.resize(3 * std::size_t(total));
   result_.n.resize(3 * std::size_t(total));
+  result_.tx.resize(9 * std::size_t(total));
   backend_->CopyToHost(result_.query.data(), out_query_.data(), sizeof(Index) * std::size_t(total));
   backend_->CopyToHost(result_.tri.data(), out_tri_.data(), sizeof(Index) * std::size_t(total));
   backend_->CopyToHost(result_.gap.data(), out_gap_.data(), sizeof(Scalar) * std::size_t(total));
   backend_->CopyToHost(result_.w.data(), out_w_.data(), sizeof(Scalar) * 3 * std::size_t(total));
   backend_->CopyToHost(result_.n.data(), out_n_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  backend_->CopyToHost(result_.tx.data(), out_tx_.data(), sizeof(Scalar) * 9 * std::size_t(total));
   return result_;
+}
+
+void Detector::SetShapes(const std::vector<NodeShape>& shapes, const std::vector<Index>& env_ptr, const std::vector<Index>& list) {
+  CONDSIM_CHECK(!env_ptr.empty() && env_ptr.front() == 0 && std::size_t(env_ptr.back()) == list.size(),
+                "detection: shape env_ptr needs one entry per environment plus one, ending at the list's size");
+  for (std::size_t e = 0; e + 1 < env_ptr.size(); ++e)
+    CONDSIM_CHECK(env_ptr[e] <= env_ptr[e + 1], "detection: shape env_ptr must be nondecreasing");
+  for (Index j : list) CONDSIM_CHECK(j >= 0 && std::size_t(j) < shapes.size(), "detection: shape " << j << " out of range");
+  Index max_env = 0;
+  for (Index e : scene_.owner_env) max_env = std::max(max_env, e);
+  CONDSIM_CHECK(env_ptr.size() >= std::size_t(max_env) + 2, "detection: shape env_ptr covers " << env_ptr.size() - 1
+                                                                  << " environments, the scene " << max_env + 1);
+  shapes_ = Array<NodeShape>(backend_, shapes);
+  shape_env_ptr_ = Array<Index>(backend_, env_ptr);
+  shape_list_ = Array<Index>(backend_, list);
+  // the leading query points whose vertex is their index (the points ShapeCandidates may test)
+  const Index nq = static_cast<Index>(scene_.query.size());
+  shape_queries_ = 0;
+  while (shape_queries_ < nq && scene_.query[shape_queries_] == shape_queries_) ++shape_queries_;
+  // per query point its flag and offset; the compact list holds at most every point
+  node_flag_ = Array<Index>(backend_, nq);
+  node_offset_ = Array<Index>(backend_, nq);
+  node_query_ = Array<Index>(backend_, nq);
+  node_x_ = Array<Scalar>(backend_, 3 * nq);
+  node_v_ = Array<Scalar>(backend_, 3 * nq);
+}
+
+void Detector::UpdateShapes(Index first, const std::vector<NodeShape>& shapes) {
+  CONDSIM_CHECK(first >= 0 && first + static_cast<Index>(shapes.size()) <= shapes_.size(), "detection: shape update beyond the shapes");
+  if (shapes.empty()) return;
+  backend_->CopyFromHost(shapes_.data() + first, shapes.data(), sizeof(NodeShape) * shapes.size());
+}
+
+const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margin) {
+  CONDSIM_CHECK(std::isfinite(dt) && dt > 0 && std::isfinite(margin) && margin >= 0, "detection: dt > 0 and margin >= 0");
+  CONDSIM_CHECK(n >= 0 && n <= shape_queries_, "detection: " << n << " shape queries, the detector has " << shape_queries_
+                                                              << " whose vertex is their index (SetShapes first)");
+  candidates_.query.clear();
+  candidates_.x.clear();
+  candidates_.v.clear();
+  if (n == 0 || shape_list_.size() == 0) return candidates_;
+  DetectView view;
+  static_cast<DetectSceneView&>(view) = arrays_.view();
+  view.x = x_.data();
+  view.v = v_.data();
+  // flag, scan, compact: only the flagged points come to the host
+  kernels_->Run(n, NodeShapeFlagOp{view, shapes_.data(), shape_env_ptr_.data(), shape_list_.data(), dt, margin, node_flag_.data()});
+  const Index total = backend_->ExclusiveScan(n, node_flag_, &node_offset_);
+  if (total == 0) return candidates_;
+  kernels_->Run(n, NodeShapeCompactOp{x_.data(), v_.data(), node_flag_.data(), node_offset_.data(), node_query_.data(), node_x_.data(),
+                                      node_v_.data()});
+  candidates_.query.resize(std::size_t(total));
+  candidates_.x.resize(3 * std::size_t(total));
+  candidates_.v.resize(3 * std::size_t(total));
+  backend_->CopyToHost(candidates_.query.data(), node_query_.data(), sizeof(Index) * std::size_t(total));
+  backend_->CopyToHost(candidates_.x.data(), node_x_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  backend_->CopyToHost(candidates_.v.data(), node_v_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  return candidates_;
 }
 
 }  // namespace condsim

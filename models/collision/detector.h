@@ -37,6 +37,14 @@ struct DetectResult {
   std::vector<Index> query, tri;  // per contact
   std::vector<Scalar> gap;        // [m]
   std::vector<Scalar> w, n;       // 3 per contact: weights on the triangle, normal towards the query
+  std::vector<Scalar> tx;         // 9 per contact: the triangle's vertex positions [m]
+  Index size() const { return static_cast<Index>(query.size()); }
+};
+
+// the query points within reach of an analytic shape (Detector::NodeCandidates), on the host
+struct NodeCandidates {
+  std::vector<Index> query;   // ascending
+  std::vector<Scalar> x, v;   // 3 per point: its position [m] and velocity [m/s]
   Index size() const { return static_cast<Index>(query.size()); }
 };
 
@@ -56,6 +64,14 @@ class Detector {
   void Upload(Index offset, const std::vector<Scalar>& x, const std::vector<Scalar>& v);
   // the contacts with gap <= |v_p - v_q| dt + margin (see PointQueryOp)
   const DetectResult& Detect(Scalar dt, Scalar margin);
+  // analytic shapes (static shapes, rigid bodies' shapes) and per environment e the shapes
+  // list[env_ptr[e]] .. list[env_ptr[e + 1] - 1] its points may touch (once: the topology)
+  void SetShapes(const std::vector<NodeShape>& shapes, const std::vector<Index>& env_ptr, const std::vector<Index>& list);
+  // shapes [first, first + n) anew from the host (the rigid bodies' poses and velocities)
+  void UpdateShapes(Index first, const std::vector<NodeShape>& shapes);
+  // the query points q < n (whose query point is vertex q) within reach of an analytic shape of
+  // their environment (NodeShapeFlagOp); only these points are downloaded
+  const NodeCandidates& ShapeCandidates(Index n, Scalar dt, Scalar margin);
   const DetectResult& result() const { return result_; }
   // broad-phase size of the last Detect(): (cell, triangle) pairs and the cell edge [m]
   Index num_pairs() const { return num_pairs_; }
@@ -71,12 +87,18 @@ class Detector {
   Array<Index> count_, offset_, items_;
   Array<std::uint64_t> keys_;
   Array<Index> slot_tri_, qcount_, qoffset_, out_query_, out_tri_;
-  Array<Scalar> slot_gap_, slot_w_, slot_n_, out_gap_, out_w_, out_n_;
+  Array<Scalar> slot_gap_, slot_w_, slot_n_, out_gap_, out_w_, out_n_, out_tx_;
   Scalar max_radius_ = 0;
   Index num_pairs_ = 0;
   Scalar cell_ = 0;
   int grid_bits_ = 21;  // DetectGrid::bits
   DetectResult result_;
+  // the analytic shapes per environment and the flagged points
+  Array<NodeShape> shapes_;
+  Array<Index> shape_env_ptr_, shape_list_, node_flag_, node_offset_, node_query_;
+  Array<Scalar> node_x_, node_v_;
+  Index shape_queries_ = 0;  // query points q < shape_queries_ have vertex q
+  NodeCandidates candidates_;
 };
 
 }  // namespace condsim

@@ -30,72 +30,8 @@ void StaticShape::Validate(const std::string& where) const {
 }
 
 Proximity ShapeProximity(const StaticShape& s, const Vec3& p) {
-  const Mat3 r = ToMatrix(s.orientation);
-  const Vec3 local = Transpose(r) * (p - s.center);
-  Proximity out;
   CONDSIM_CHECK(s.type != ShapeType::kMesh, "ShapeProximity: a mesh has no analytic distance (the detector handles it)");
-  switch (s.type) {
-    case ShapeType::kPlane: {
-      out.distance = local[2];
-      out.normal = r.Col(2);
-      out.point = p - out.distance * out.normal;
-      return out;
-    }
-    case ShapeType::kSphere: {
-      const Scalar d = Norm(local);
-      const Vec3 n = d > 0 ? local / d : Vec3(0, 0, 1);
-      out.distance = d - s.size[0];
-      out.normal = r * n;
-      out.point = s.center + s.size[0] * out.normal;
-      return out;
-    }
-    case ShapeType::kCapsule: {
-      // closest point on the axis segment [-h, h] along local z, then a sphere of the radius
-      const Scalar h = s.size[1];
-      const Scalar z = std::max(-h, std::min(h, local[2]));
-      const Vec3 axis_point(0, 0, z);
-      const Vec3 d = local - axis_point;
-      const Scalar len = Norm(d);
-      Vec3 n;
-      if (len > 0) {
-        n = d / len;
-      } else {
-        n = Vec3(1, 0, 0);  // on the axis: any radial direction
-      }
-      out.distance = len - s.size[0];
-      out.normal = r * n;
-      out.point = s.center + r * (axis_point + s.size[0] * n);
-      return out;
-    }
-    case ShapeType::kBox: {
-      const Vec3 e = s.size;
-      Vec3 q(std::fabs(local[0]) - e[0], std::fabs(local[1]) - e[1], std::fabs(local[2]) - e[2]);
-      const Scalar outside = Norm(Vec3(std::max<Scalar>(q[0], 0), std::max<Scalar>(q[1], 0), std::max<Scalar>(q[2], 0)));
-      const Scalar inside = std::min<Scalar>(std::max(q[0], std::max(q[1], q[2])), 0);
-      out.distance = outside + inside;
-      Vec3 closest = local;
-      Vec3 n;
-      if (outside > 0) {
-        for (int k = 0; k < 3; ++k) closest[k] = std::max(-e[k], std::min(e[k], local[k]));
-        n = Normalized(local - closest);
-      } else {
-        // inside: leave through the nearest face
-        int axis = 0;
-        for (int k = 1; k < 3; ++k)
-          if (q[k] > q[axis]) axis = k;
-        const Scalar sign = local[axis] >= 0 ? 1 : -1;
-        closest[axis] = sign * e[axis];
-        n = Vec3(0, 0, 0);
-        n[axis] = sign;
-      }
-      out.normal = r * n;
-      out.point = s.center + r * closest;
-      return out;
-    }
-    case ShapeType::kMesh:
-      break;
-  }
-  return out;
+  return AnalyticProximity(s, p);
 }
 
 void DetectStaticContacts(const std::vector<StaticShape>& shapes, const NodeView& nodes, Scalar dt,

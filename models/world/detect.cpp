@@ -1,10 +1,9 @@
-// The detection stage: host detection paths and the backend's points against triangles.
+// The detection stage: the host's contact making, the backend's candidate points and triangles.
 #include "models/world/detect.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "models/collision/broad_phase.h"
 #include "models/collision/primitives.h"
 
 namespace condsim {
@@ -16,6 +15,28 @@ void DetectStage::Build(WorldBodies* w) {
   env_rigid_.assign(std::size_t(w->num_envs()), {});
   for (std::size_t s = 0; s < w->statics.size(); ++s) env_statics_[std::size_t(w->static_env[s])].push_back(Index(s));
   for (Index k = 0; k < w->rigid.num_bodies(); ++k) env_rigid_[std::size_t(w->Env(BodyKind::kRigid, k))].push_back(k);
+  triangles_.SetShapes(*w, env_statics_, env_rigid_);
+  // the cable pairs of one environment (self-contact: a cable with itself); links: consecutive
+  // centres of one cable
+  auto links = [](const RodModel& m) {
+    std::vector<Index> l;
+    for (Index c = 0; c < m.num_cables(); ++c)
+      for (Index s = m.cable_start()[c]; s + 1 < m.cable_start()[c + 1]; ++s) l.push_back(s);
+    return l;
+  };
+  cable_pairs_.clear();
+  for (std::size_t a = 0; a < w->rods.size(); ++a)
+    for (std::size_t b = a; b < w->rods.size(); ++b) {
+      if (!((a != b || w->rods[a]->self_contact) && w->Env(BodyKind::kRod, Index(b)) == w->Env(BodyKind::kRod, Index(a)))) continue;
+      CablePair pair;
+      pair.a = a;
+      pair.b = b;
+      pair.links_a = links(*w->rods[a]->model);
+      pair.links_b = links(*w->rods[b]->model);
+      pair.detector = std::make_unique<LinkDetector>(w->backend, pair.links_a, pair.links_b, w->rods[a]->model->num_segments(),
+                                                     w->rods[b]->model->num_segments(), a == b);
+      cable_pairs_.push_back(std::move(pair));
+    }
 }
 
 Index DetectStage::PotentialContactPoints(const WorldBodies& w) const {
@@ -45,43 +66,41 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     }
   }
   RigidContacts(w, rx, rv, nodes, &out);
+  // this step's detector vertices on the backend; the FEM surface nodes and cable centres within
+  // reach of an analytic shape (flagged on the backend, only they come to the host), in query
+  // order: FEM bodies' surfaces, then cables
+  triangles_.Gather(w, rx, rv);
+  const NodeCandidates& cand = triangles_.ShapeCandidates(w);
+  Index c = 0;
   // FEM surface nodes against the static world and the rigid bodies
-  std::vector<std::vector<Scalar>> fem_v(w.fem.size());
-  fem_x_.resize(w.fem.size());
-  for (std::size_t f = 0; f < w.fem.size(); ++f) {
-    fem_x_[f] = w.fem[f]->x.ToHost();
-    fem_v[f] = w.fem[f]->v.ToHost();
-  }
-  for (std::size_t f = 0; f < w.fem.size(); ++f) {
-    const FemBody& fb = *w.fem[f];
-    if (w.Failed(w.Env(BodyKind::kFem, Index(f)))) continue;
-    const Index offset = w.system->part_offset(fb.part);
-    const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, static_cast<Index>(f)), fb.mu);
-    for (Index i : fb.surface)
-      NodeContacts(w, offset + i, LoadVec3(fem_x_[f].data(), i), LoadVec3(fem_v[f].data(), i), 0, side, nodes, &out);
+  for (; c < cand.size() && triangles_.query_kind(cand.query[c]) == BodyKind::kFem; ++c) {
+    const Index q = cand.query[c], f = triangles_.query_body(q);
+    const FemBody& fb = *w.fem[std::size_t(f)];
+    if (w.Failed(w.Env(BodyKind::kFem, f))) continue;
+    const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, f), fb.mu);
+    NodeContacts(w, w.system->part_offset(fb.part) + triangles_.query_local(q), LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
+                 0, side, nodes, &out);
   }
   // points against triangles on the backend
-  triangles_.Detect(w, fem_x_, rx, rv, nodes, &out);
-  // cable segment centres (radius r) against the static world and the rigid bodies, cable links
-  // against each other
-  std::vector<std::vector<Scalar>> rod_x(w.rods.size()), rod_v(w.rods.size());
-  for (std::size_t c = 0; c < w.rods.size(); ++c) {
-    const RodBody& rb = *w.rods[c];
-    rod_x[c] = rb.model->positions().ToHost();
-    rod_v[c] = rb.v.ToHost();
-    if (w.Failed(w.Env(BodyKind::kRod, Index(c)))) continue;
-    const Index offset = w.system->part_offset(rb.part);
-    const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(c)), rb.mu);
-    for (Index seg = 0; seg < rb.model->num_segments(); ++seg)
-      NodeContacts(w, offset + 2 * seg, LoadVec3(rod_x[c].data(), seg), LoadVec3(rod_v[c].data(), 2 * seg), rb.model->radius(), side,
-                   nodes, &out);
+  triangles_.Detect(w, nodes, &out);
+  // cable segment centres (radius r) against the static world and the rigid bodies
+  for (; c < cand.size(); ++c) {
+    const Index q = cand.query[c], rod = triangles_.query_body(q), seg = triangles_.query_local(q);
+    const RodBody& rb = *w.rods[std::size_t(rod)];
+    if (w.Failed(w.Env(BodyKind::kRod, rod))) continue;
+    const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, rod), rb.mu);
+    NodeContacts(w, w.system->part_offset(rb.part) + 2 * seg, LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
+                 rb.model->radius(), side, nodes, &out);
   }
-  for (std::size_t a = 0; a < w.rods.size(); ++a) {
-    const Index env = w.Env(BodyKind::kRod, Index(a));
-    if (w.Failed(env)) continue;
-    for (std::size_t b = a; b < w.rods.size(); ++b)
-      if ((a != b || w.rods[a]->self_contact) && w.Env(BodyKind::kRod, Index(b)) == env) CableLinks(w, a, b, rod_x, rod_v, nodes, &out);
-  }
+  // cable links against each other (pairs found on the backend)
+  for (CablePair& pair : cable_pairs_)
+    if (!w.Failed(w.Env(BodyKind::kRod, Index(pair.a)))) CableLinks(w, &pair, nodes, &out);
+}
+
+const std::vector<std::vector<Scalar>>& DetectStage::DownloadFemX(const WorldBodies& w) {
+  fem_x_.resize(w.fem.size());
+  for (std::size_t f = 0; f < w.fem.size(); ++f) fem_x_[f] = w.fem[f]->x.ToHost();
+  return fem_x_;
 }
 
 void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
@@ -154,8 +173,8 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, 
   }
 }
 
-void DetectStage::CableLinks(const WorldBodies& w, std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
-                             const std::vector<std::vector<Scalar>>& v, Nodalizer* nodes, ContactWriter* out) {
+void DetectStage::CableLinks(const WorldBodies& w, CablePair* pair, Nodalizer* nodes, ContactWriter* out) {
+  const std::size_t a = pair->a, b = pair->b;
   const RodModel& ma = *w.rods[a]->model;
   const RodModel& mb = *w.rods[b]->model;
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;
@@ -163,55 +182,27 @@ void DetectStage::CableLinks(const WorldBodies& w, std::size_t a, std::size_t b,
   const Index off_a = w.system->part_offset(w.rods[a]->part), off_b = w.system->part_offset(w.rods[b]->part);
   const ContactSide side_a = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(a)), w.rods[a]->mu);
   const ContactSide side_b = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, static_cast<Index>(b)), w.rods[b]->mu);
-  // links: consecutive centres of one cable; in self-contact, links closer along the cable than
-  // 2 + (ra + rb) / L links are neighbours, never contacts
-  auto links = [](const RodModel& m) {
-    std::vector<Index> l;
-    for (Index c = 0; c < m.num_cables(); ++c)
-      for (Index s = m.cable_start()[c]; s + 1 < m.cable_start()[c + 1]; ++s) l.push_back(s);
-    return l;
-  };
-  const std::vector<Index> la = links(ma), lb = links(mb);
-  if (la.empty() || lb.empty()) return;
+  if (pair->links_a.empty() || pair->links_b.empty()) return;
+  // in self-contact, links closer along the cable than 2 + (ra + rb) / L links are neighbours,
+  // never contacts; the broad phase grows b's link boxes by what two links can close within the
+  // step (LinkDetector: per link of a ascending, its candidates ascending)
   const Index skip = a == b ? 2 + static_cast<Index>(std::ceil((ra + rb) / ma.segment_length())) : 0;
-  // broad phase: b's links in a grid, boxes grown by what two links can close within the step
-  Scalar speed = 0;
-  for (Index s = 0; s < ma.num_segments(); ++s) speed = std::max(speed, Norm(LoadVec3(v[a].data(), 2 * s)));
-  for (Index s = 0; s < mb.num_segments(); ++s) speed = std::max(speed, Norm(LoadVec3(v[b].data(), 2 * s)));
-  const Scalar reach = ra + rb + margin + 2 * dt * speed + Scalar(0.5) * ma.segment_length();
-  std::vector<Aabb> boxes(lb.size());
-  for (std::size_t k = 0; k < lb.size(); ++k) {
-    boxes[k].Grow(LoadVec3(x[b].data(), lb[k]));
-    boxes[k].Grow(LoadVec3(x[b].data(), lb[k] + 1));
-    boxes[k].Inflate(reach);
-  }
-  AabbGrid grid;
-  grid.Build(boxes);
-  std::vector<Index> candidates;
+  const LinkHits& hits = pair->detector->Detect(w.rods[a]->model->positions(), w.rods[a]->v, w.rods[b]->model->positions(), w.rods[b]->v, ra, rb,
+                                                Scalar(0.5) * ma.segment_length(), skip, dt, margin);
   const Friction mu = MixFriction(side_a, side_b);
-  for (Index s : la) {
-    const Vec3 p0 = LoadVec3(x[a].data(), s), p1 = LoadVec3(x[a].data(), s + 1);
-    grid.Query(Scalar(0.5) * (p0 + p1), &candidates);
-    for (Index k : candidates) {
-      const Index u = lb[k];
-      if (a == b && u < s + skip) continue;  // each pair once, neighbours never
-      const Vec3 q0 = LoadVec3(x[b].data(), u), q1 = LoadVec3(x[b].data(), u + 1);
-      const SegmentParams st = ClosestOnSegments(p0, p1, q0, q1);
-      const Vec3 pp = p0 + st.s * (p1 - p0), qq = q0 + st.t * (q1 - q0);
-      const Vec3 d = pp - qq;
-      const Scalar dist = Norm(d);
-      Vec3 n = dist > 1e-12 ? (1 / dist) * d : Cross(p1 - p0, q1 - q0);
-      if (!(Norm(n) > 0)) continue;
-      n = Normalized(n);
-      const Scalar gap = dist - ra - rb;
-      const Vec3 vp = (1 - st.s) * LoadVec3(v[a].data(), 2 * s) + st.s * LoadVec3(v[a].data(), 2 * s + 2);
-      const Vec3 vq = (1 - st.t) * LoadVec3(v[b].data(), 2 * u) + st.t * LoadVec3(v[b].data(), 2 * u + 2);
-      if (!InReach(gap, vp - vq, dt, margin)) continue;
-      const Index hp[2] = {off_a + 2 * s, off_a + 2 * s + 2}, hq[2] = {off_b + 2 * u, off_b + 2 * u + 2};
-      const Scalar wp[2] = {1 - st.s, st.s}, wq[2] = {1 - st.t, st.t};
-      const Index ni = nodes->Barycentric(w, 2, hp, wp), nj = nodes->Barycentric(w, 2, hq, wq);
-      out->Add(ni, nj, ContactFrame(n), gap, mu, {pp - ra * n, side_a.body, side_b.body, -1});
-    }
+  for (Index h = 0; h < hits.size(); ++h) {
+    const Index s = pair->links_a[std::size_t(hits.a[h])], u = pair->links_b[std::size_t(hits.b[h])];
+    // the pair's contact as the backend's narrow phase made it (LinkNarrow)
+    const Scalar* d = hits.data.data() + 9 * std::size_t(h);
+    LinkContact lc;
+    lc.st = {d[0], d[1]};
+    lc.gap = d[2];
+    lc.n = Vec3(d[3], d[4], d[5]);
+    lc.pp = Vec3(d[6], d[7], d[8]);
+    const Index hp[2] = {off_a + 2 * s, off_a + 2 * s + 2}, hq[2] = {off_b + 2 * u, off_b + 2 * u + 2};
+    const Scalar wp[2] = {1 - lc.st.s, lc.st.s}, wq[2] = {1 - lc.st.t, lc.st.t};
+    const Index ni = nodes->Barycentric(w, 2, hp, wp), nj = nodes->Barycentric(w, 2, hq, wq);
+    out->Add(ni, nj, ContactFrame(lc.n), lc.gap, mu, {lc.pp - ra * lc.n, side_a.body, side_b.body, -1});
   }
 }
 

@@ -1,13 +1,17 @@
 // The detection stage: every contact of a step, nodalized. Rigid surface samples against the
-// static shapes and the other rigid bodies' analytic shapes, FEM surface nodes and cable centres
-// against the static shapes and the rigid bodies (host), points against triangles (backend,
-// detect_triangles.h), cable links against cable links (host). Contacts follow the contact rule
-// (contact_rule.h); points that are not nodes become virtual nodes (nodalize.h).
+// static shapes and the other rigid bodies' analytic shapes (host: rigid state is host state),
+// FEM surface nodes and cable centres against the static shapes and the rigid bodies' analytic
+// shapes (flagged on the backend; only the flagged points come to the host, which makes their
+// contacts), points against triangles (backend, detect_triangles.h), cable links against cable
+// links (backend, link_detector.h; the host makes the contacts of the pairs found). Contacts follow the
+// contact rule (contact_rule.h); points that are not nodes become virtual nodes (nodalize.h).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "condsim/contacts.h"
+#include "models/collision/link_detector.h"
 #include "models/world/bodies.h"
 #include "models/world/contact_rule.h"
 #include "models/world/detect_triangles.h"
@@ -25,8 +29,9 @@ class DetectStage {
   // centres and links, rigid surface samples (each makes at most a few contacts a step)
   Index PotentialContactPoints(const WorldBodies& w) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
-  // the FEM bodies' positions at the step's start (host copies, 3 per node)
-  const std::vector<std::vector<Scalar>>& fem_x() const { return fem_x_; }
+  // the FEM bodies' positions (host copies, 3 per node), downloaded now (detection itself reads
+  // them on the backend; the body modes' arms need them on the host)
+  const std::vector<std::vector<Scalar>>& DownloadFemX(const WorldBodies& w);
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
 
@@ -37,14 +42,19 @@ class DetectStage {
   // analytic shapes (mesh bodies go through the detector)
   void NodeContacts(const WorldBodies& w, Index node, const Vec3& p, const Vec3& vp, Scalar radius, const ContactSide& side,
                     Nodalizer* nodes, ContactWriter* out);
-  // cable links against cable links (a == b: self-contact)
-  void CableLinks(const WorldBodies& w, std::size_t a, std::size_t b, const std::vector<std::vector<Scalar>>& x,
-                  const std::vector<std::vector<Scalar>>& v, Nodalizer* nodes, ContactWriter* out);
+  // cable links against cable links (a == b: self-contact), found on the backend
+  struct CablePair {
+    std::size_t a, b;
+    std::vector<Index> links_a, links_b;  // the links (first centres) of each cable
+    std::unique_ptr<LinkDetector> detector;
+  };
+  void CableLinks(const WorldBodies& w, CablePair* pair, Nodalizer* nodes, ContactWriter* out);
 
   TriangleDetection triangles_;
   std::vector<ContactMeta> meta_;
   std::vector<std::vector<Scalar>> fem_x_;
   std::vector<std::vector<Index>> env_statics_, env_rigid_;  // per environment: static shapes, rigid bodies
+  std::vector<CablePair> cable_pairs_;  // the cable pairs of one environment (self: a == b), a then b ascending
   Scalar tangent_rotation_ = 0;
 };
 

@@ -145,15 +145,53 @@ void TriangleDetection::Build(WorldBodies* w) {
   detector_->Upload(mesh_first, mesh_x, std::vector<Scalar>(mesh_x.size(), 0));
 }
 
-void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vector<Scalar>>& fem_x, const std::vector<Scalar>& rx,
-                               const std::vector<Scalar>& rv, Nodalizer* nodes, ContactWriter* out) {
-  // this step's vertices: FEM surfaces and cable centres on the backend, rigid samples uploaded
+void TriangleDetection::Gather(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv) {
+  // FEM surfaces and cable centres on the backend (no host copy), rigid samples uploaded
   for (std::size_t f = 0; f < w.fem.size(); ++f) detector_->Gather(gather_offset_[f], gather_x_[f], gather_v_[f], w.fem[f]->x, w.fem[f]->v);
   for (std::size_t c = 0; c < w.rods.size(); ++c) {
     const std::size_t g = w.fem.size() + c;
     detector_->Gather(gather_offset_[g], gather_x_[g], gather_v_[g], w.rods[c]->model->positions(), w.rods[c]->v);
   }
   detector_->Upload(rigid_vertex_offset_, rx, rv);
+}
+
+void TriangleDetection::SetShapes(const WorldBodies& w, const std::vector<std::vector<Index>>& env_statics,
+                                  const std::vector<std::vector<Index>>& env_rigid) {
+  // the static shapes, then one per rigid body (posed every step); per environment its static
+  // shapes, then its analytic rigid bodies, in the host's order (DetectStage::NodeContacts)
+  num_statics_ = static_cast<Index>(w.statics.size());
+  std::vector<NodeShape> shapes(w.statics.size() + std::size_t(w.rigid.num_bodies()));
+  for (std::size_t s = 0; s < w.statics.size(); ++s) {
+    shapes[s].shape = w.statics[s];
+    shapes[s].moving = 0;
+  }
+  std::vector<Index> env_ptr(1, 0), list;
+  for (std::size_t e = 0; e < env_statics.size(); ++e) {
+    list.insert(list.end(), env_statics[e].begin(), env_statics[e].end());
+    for (const Index k : env_rigid[e])
+      if (w.rigid.body(k).shape != ShapeType::kMesh) list.push_back(num_statics_ + k);  // meshes: the triangles
+    env_ptr.push_back(static_cast<Index>(list.size()));
+  }
+  detector_->SetShapes(shapes, env_ptr, list);
+}
+
+const NodeCandidates& TriangleDetection::ShapeCandidates(const WorldBodies& w) {
+  // the rigid bodies' shapes at this step's poses (host state: one record per body)
+  std::vector<NodeShape> rigid(std::size_t(w.rigid.num_bodies()));
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
+    const RigidBody& body = w.rigid.body(k);
+    NodeShape& sh = rigid[std::size_t(k)];
+    sh.shape = w.rigid.ShapeAt(k);
+    sh.x = body.x;
+    sh.v = body.v;
+    sh.omega = body.omega;
+    sh.moving = 1;
+  }
+  detector_->UpdateShapes(num_statics_, rigid);
+  return detector_->ShapeCandidates(rigid_vertex_offset_, w.params.dt, w.params.contact_margin);
+}
+
+void TriangleDetection::Detect(const WorldBodies& w, Nodalizer* nodes, ContactWriter* out) {
   const DetectResult& hits = detector_->Detect(w.params.dt, w.params.contact_margin);
   for (Index h = 0; h < hits.size(); ++h) {
     const Index q = hits.query[h], t = hits.tri[h];
@@ -180,11 +218,9 @@ void TriangleDetection::Detect(const WorldBodies& w, const std::vector<std::vect
     const Index tb = t_body_[t];
     // two jointed rigid bodies never touch
     if (tkind == BodyKind::kRigid && kind == BodyKind::kRigid && w.Jointed(qb, tb)) continue;
+    // the triangle's vertices as the detector held them (FEM positions, rigid samples, mesh)
     Vec3 tri_x[3];
-    for (int k = 0; k < 3; ++k)
-      tri_x[k] = tkind == BodyKind::kFem     ? LoadVec3(fem_x[tb].data(), tn[k])
-                 : tkind == BodyKind::kRigid ? LoadVec3(rx.data(), rigid_sample_first_[tb] + tn[k])
-                                             : LoadVec3(w.meshes[tb].x.data(), tn[k]);
+    for (int k = 0; k < 3; ++k) tri_x[k] = LoadVec3(hits.tx.data(), 3 * h + k);
     const Vec3 qpt = wt[0] * tri_x[0] + wt[1] * tri_x[1] + wt[2] * tri_x[2];
     const Scalar radius = detector_->scene().radius[q];
     const Vec3 pos = qpt + (gap + radius) * n;  // the query point p

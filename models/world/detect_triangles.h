@@ -19,10 +19,22 @@ class TriangleDetection {
  public:
   // the detector's scene from the world's bodies (once, at the first step)
   void Build(WorldBodies* w);
-  // this step's hits; fem_x: the FEM bodies' positions (host), rx / rv: the rigid samples'
-  // world positions and velocities (3 per sample, bodies in order)
-  void Detect(const WorldBodies& w, const std::vector<std::vector<Scalar>>& fem_x, const std::vector<Scalar>& rx,
-              const std::vector<Scalar>& rv, Nodalizer* nodes, ContactWriter* out);
+  // this step's vertices: FEM surfaces and cable centres copied on the backend, rx / rv: the
+  // rigid samples' world positions and velocities (3 per sample, bodies in order) uploaded
+  void Gather(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv);
+  // the analytic shapes the FEM surface nodes and cable centres may touch: the static shapes and
+  // the rigid bodies' analytic (not mesh) shapes, per environment (once, after Build)
+  void SetShapes(const WorldBodies& w, const std::vector<std::vector<Index>>& env_statics,
+                 const std::vector<std::vector<Index>>& env_rigid);
+  // after Gather: the FEM surface nodes and cable centres within reach of an analytic shape
+  // (the rigid bodies' poses uploaded first), queries ascending: FEM bodies' surfaces, then cables
+  const NodeCandidates& ShapeCandidates(const WorldBodies& w);
+  // after Gather: this step's points-against-triangles contacts
+  void Detect(const WorldBodies& w, Nodalizer* nodes, ContactWriter* out);
+  // query q's kind, index in its kind and local node / segment / sample
+  BodyKind query_kind(Index q) const { return q_kind_[std::size_t(q)]; }
+  Index query_body(Index q) const { return q_body_[std::size_t(q)]; }
+  Index query_local(Index q) const { return q_local_[std::size_t(q)]; }
   // rigid body k's contact samples (body frame) and the first of them among all rigid samples
   const std::vector<SurfacePoint>& samples(Index k) const { return rigid_samples_[std::size_t(k)]; }
   Index sample_first(Index k) const { return rigid_sample_first_[std::size_t(k)]; }
@@ -42,7 +54,8 @@ class TriangleDetection {
   std::vector<Index> t_body_, t_nodes_;
   std::vector<Array<Index>> gather_x_, gather_v_;  // per FEM body, then per cable
   std::vector<Index> gather_offset_;
-  Index rigid_vertex_offset_ = 0;
+  Index rigid_vertex_offset_ = 0;  // the FEM surface and cable vertices (queries) come before it
+  Index num_statics_ = 0;           // the analytic shapes: the static shapes, then one per rigid body
   std::vector<Index> rigid_sample_first_;
   std::vector<std::vector<SurfacePoint>> rigid_samples_;
 };

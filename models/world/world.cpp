@@ -398,7 +398,9 @@ StepStats World::Step() {
   const std::size_t ne = std::size_t(num_envs());
   stats.envs.resize(ne);
   ContactSet contacts;
+  const BackendCounters detect_start = w_.backend->counters();
   detect_.Run(w_, &nodes_, &contacts);
+  stats.detect_counters = w_.backend->counters() - detect_start;
   for (Index m = 0; m < contacts.size(); ++m) {
     const Scalar pen = -contacts.phi[m] * w_.params.dt;
     EnvStepStats& e = stats.envs[std::size_t(contacts.env[m])];
@@ -412,7 +414,7 @@ StepStats World::Step() {
   const auto t_solve = Clock::now();
   stats.assemble_seconds = std::chrono::duration<double>(t_solve - t_assemble).count();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
-  const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.fem_x());
+  const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.DownloadFemX(w_));
   std::vector<Scalar> vhat;
   std::vector<EnvFailure> failures;
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);

@@ -75,6 +75,7 @@ struct StepStats {
   std::vector<BodyMomentum> bodies;
   std::vector<EnvStepStats> envs;  // per environment
   double detect_seconds = 0;     // detection and nodalization
+  BackendCounters detect_counters;  // what detection and nodalization asked of the backend
   double inelastic_seconds = 0;  // the inelastic stage
   double assemble_seconds = 0;   // eq. 9 assembly of A and b (the bodies' dynamics)
   double solve_seconds = 0;      // rigid groups, body modes and the COND solve (setup + iterations)
