@@ -201,6 +201,20 @@ void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const
   }
 }
 
+void Backend::SegmentedMaxAbs(const Array<Scalar>& x, const SegmentOffsets& offsets, Array<Scalar>* out) {
+  CheckSameBackend(this, x.backend(), "SegmentedMaxAbs: x");
+  CheckSameBackend(this, out->backend(), "SegmentedMaxAbs: out");
+  CheckSameBackend(this, offsets.array().backend(), "segment offsets");
+  CONDSIM_CHECK(out->size() == offsets.num_segments(), "segmented reduction: output has " << out->size() << " entries for "
+                                                                                           << offsets.num_segments() << " segments");
+  const Index end = offsets.host().back();
+  CONDSIM_CHECK(end <= x.size(), "segment offsets end at " << end << " beyond the vector size " << x.size());
+  if (out->size() > 0) {
+    ++counters_.launches;
+    DoSegmentedMaxAbs(out->size(), offsets.array().data(), end, x.data(), out->data());
+  }
+}
+
 void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y,
                            const Array<Index>& offsets, Array<Scalar>* out) {
   CheckSameBackend(this, x.backend(), "SegmentedDot: x");

@@ -11,7 +11,9 @@ void AssembleStage::Build(const WorldBodies& w) {
 
 const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeSet& vn, bool warm) {
   const Scalar dt = w->params.dt;
+  const BackendCounters c0 = w->backend->counters();
   w->system->SetVirtualNodes(vn);
+  pattern_counters_ = w->backend->counters() - c0;
   // parts: FEM bodies and cables on the backend, rigid bodies on the host; the initial guess is
   // the previous step's v-hat (v at the first step; the midpoint rule's v_k = 2 v-hat - v_{k-1}
   // alternates about it); virtual nodes take J_v of it
