@@ -81,5 +81,29 @@ TEST(RigidPredictor, MatchesTheFormerHostLoop) {
   }
 }
 
+// the segmented max over checked offsets (v-hat's per-body speeds and finiteness, SolveStage)
+// against the overload taking the offsets as an array (reference, exact: the same reduction), and
+// it reads nothing back; NaN propagates (a non-finite body)
+TEST(SegmentedMaxAbs, CheckedOffsetsMatchAndReadNothing) {
+  auto be = MakeBackend(BackendChoice::kCpu, BackendOptions{1}).backend;
+  auto rng = test::Rng();
+  std::vector<Scalar> x = test::RandomVector(rng, 10000);
+  x[7000] = std::nan("");
+  const std::vector<Index> offsets{0, 0, 17, 5000, 9000, 10000};
+  const Array<Scalar> xd(be.get(), x);
+  const Array<Index> od(be.get(), offsets);
+  const SegmentOffsets checked(be.get(), offsets);
+  Array<Scalar> ref(be.get(), 5), got(be.get(), 5);
+  be->SegmentedMaxAbs(xd, od, &ref);
+  const BackendCounters c0 = be->counters();
+  be->SegmentedMaxAbs(xd, checked, &got);
+  EXPECT_EQ((be->counters() - c0).downloads, 0);
+  const std::vector<Scalar> r = ref.ToHost(), g = got.ToHost();
+  EXPECT_EQ(g[0], 0);
+  EXPECT_TRUE(std::isnan(g[3]));
+  for (int s : {0, 1, 2, 4}) EXPECT_EQ(g[std::size_t(s)], r[std::size_t(s)]);
+  EXPECT_THROW(be->SegmentedMaxAbs(xd, SegmentOffsets(be.get(), {0, 10001}), &got), Error);
+}
+
 }  // namespace
 }  // namespace condsim
