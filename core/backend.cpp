@@ -185,19 +185,37 @@ void SegmentOffsets::Assign(Backend* backend, const std::vector<Index>& host) {
   array_.Assign(backend, host_);
 }
 
-void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const SegmentOffsets& offsets, Array<Scalar>* out) {
-  CheckSameBackend(this, x.backend(), "SegmentedDot: x");
-  CheckSameBackend(this, y.backend(), "SegmentedDot: y");
-  CheckSameBackend(this, out->backend(), "SegmentedDot: out");
-  CheckSameBackend(this, offsets.array().backend(), "segment offsets");
-  CONDSIM_CHECK(x.size() == y.size(), "SegmentedDot: sizes differ (" << x.size() << " vs " << y.size() << ")");
-  CONDSIM_CHECK(out->size() == offsets.num_segments(), "segmented reduction: output has " << out->size() << " entries for "
-                                                                                           << offsets.num_segments() << " segments");
+namespace {
+// the checks of a reduction over checked offsets (x and out on `backend`, one output per segment);
+// returns the offsets' end
+Index CheckedSegmentsEnd(const Backend* backend, const Array<Scalar>& x, const SegmentOffsets& offsets, const Array<Scalar>& out,
+                         const char* what) {
+  CheckSameBackend(backend, x.backend(), (std::string(what) + ": x").c_str());
+  CheckSameBackend(backend, out.backend(), (std::string(what) + ": out").c_str());
+  CheckSameBackend(backend, offsets.array().backend(), "segment offsets");
+  CONDSIM_CHECK(out.size() == offsets.num_segments(), "segmented reduction: output has " << out.size() << " entries for "
+                                                                                         << offsets.num_segments() << " segments");
   const Index end = offsets.host().back();
   CONDSIM_CHECK(end <= x.size(), "segment offsets end at " << end << " beyond the vector size " << x.size());
+  return end;
+}
+}  // namespace
+
+void Backend::SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const SegmentOffsets& offsets, Array<Scalar>* out) {
+  const Index end = CheckedSegmentsEnd(this, x, offsets, *out, "SegmentedDot");
+  CheckSameBackend(this, y.backend(), "SegmentedDot: y");
+  CONDSIM_CHECK(x.size() == y.size(), "SegmentedDot: sizes differ (" << x.size() << " vs " << y.size() << ")");
   if (out->size() > 0) {
     ++counters_.launches;
     DoSegmentedDot(out->size(), offsets.array().data(), end, x.data(), y.data(), out->data());
+  }
+}
+
+void Backend::SegmentedMaxAbs(const Array<Scalar>& x, const SegmentOffsets& offsets, Array<Scalar>* out) {
+  const Index end = CheckedSegmentsEnd(this, x, offsets, *out, "SegmentedMaxAbs");
+  if (out->size() > 0) {
+    ++counters_.launches;
+    DoSegmentedMaxAbs(out->size(), offsets.array().data(), end, x.data(), out->data());
   }
 }
 

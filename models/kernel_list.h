@@ -7,5 +7,6 @@
 #include "models/fem/fem_kernels.h"
 #include "models/rod/rod_kernels.h"
 #include "models/system/system_kernels.h"
+#include "models/world/world_kernels.h"
 
-#define CONDSIM_KERNEL_SETS(X) X(CondKernels) X(FemKernels) X(RodKernels) X(SystemKernels) X(DetectKernels)
+#define CONDSIM_KERNEL_SETS(X) X(CondKernels) X(FemKernels) X(RodKernels) X(SystemKernels) X(DetectKernels) X(WorldKernels)

@@ -224,6 +224,42 @@ TEST(ResidentStep, BatchUploadsNothingPerIteration) {
   EXPECT_LE(loop_uploads, 4 * solves);
 }
 
+// the world's own stages (assembly, v-hat's checks, health, integration, the inelastic stage:
+// World::Step's traffic minus detection/nodalization, the system's new pattern and the COND
+// solver's, StepStats) move a bounded number of bytes per step, no DOF-sized array: at most 4 KB
+// each way per step plus 192 B per contact (the impulses read back, 24 B; the inelastic stage's
+// touched nodes, 48 B down and 40 B up each, up to 3 per contact side). Reference: that bound (a
+// DOF-sized array is 18.5 KB on soft_gripper, 33 KB on soft_mat_folding). Now, steps 2-20, the
+// largest step: 384 B up / 1800 B down (soft_gripper), 13312 / 31688 B (soft_mat_folding); before
+// (b310cb4, the FEM rigid predictor, v-hat and the inelastic stage through the host; this test
+// fails there): 37344 / 76864 B and 69264 / 150080 B
+TEST(ResidentStep, WorldStagesTransferNoDofSizedArrays) {
+  for (const char* name : {"soft_gripper", "soft_mat_folding"}) {
+    SCOPED_TRACE(name);
+    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(scene, be.get());
+    std::int64_t max_up = 0, max_down = 0, max_contacts = 0;
+    bool within = true;
+    for (int k = 0; k < 20; ++k) {
+      ApplyControls(scene, &sw);
+      const BackendCounters before = be->counters();
+      const StepStats st = sw.world->Step();
+      if (k == 0) continue;
+      const BackendCounters own = (be->counters() - before) - st.detect_counters - st.pattern_counters - st.solver_counters;
+      const std::int64_t bound = 4096 + 192 * std::int64_t(st.contacts);
+      within = within && own.upload_bytes <= bound && own.download_bytes <= bound;
+      max_up = std::max(max_up, own.upload_bytes);
+      max_down = std::max(max_down, own.download_bytes);
+      max_contacts = std::max<std::int64_t>(max_contacts, st.contacts);
+    }
+    std::printf("%s, steps 2-20: world stages at most %lld B up, %lld B down per step; up to %lld contacts\n", name,
+                static_cast<long long>(max_up), static_cast<long long>(max_down), static_cast<long long>(max_contacts));
+    EXPECT_GT(max_contacts, 0);
+    EXPECT_TRUE(within);
+  }
+}
+
 // the scenes whose contacts grow after the first step, stepped past their growth points: no step
 // after the first allocates (the arrays the contacts size reserve ContactBounds from the potential
 // contact points once, World::ReserveForContacts). Reference: 0 (exact). Before (d869291), over

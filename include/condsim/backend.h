@@ -138,6 +138,7 @@ class Backend {
   void SegmentedMaxAbs(const Array<Scalar>& x, const Array<Index>& offsets, Array<Scalar>* out);
   // the same with offsets checked once (SegmentOffsets): no download to check them
   void SegmentedDot(const Array<Scalar>& x, const Array<Scalar>& y, const SegmentOffsets& offsets, Array<Scalar>* out);
+  void SegmentedMaxAbs(const Array<Scalar>& x, const SegmentOffsets& offsets, Array<Scalar>* out);
 
   // ---- index primitives (the broad phase): exclusive prefix sum of in[0, n) into out[0, n)
   // (out may alias in); returns the total

@@ -7,6 +7,6 @@
 namespace condsim {
 
 class FemKernels : public KernelSet<FemElementOp, FemGeoDiagOp, FemNodeRhsOp, FemBlockOp, FemGeometricBlockOp, MidpointOp, NewtonRhsOp,
-                                    DirichletRowOp, AttachOp, LinkBlockOp, LinkRhsOp> {};
+                                    DirichletRowOp, AttachOp, LinkBlockOp, LinkRhsOp, RigidMomentTermsOp, RigidInertiaTermsOp, RigidPredictorOp> {};
 
 }  // namespace condsim

@@ -212,6 +212,47 @@ Scalar FemModel::ElasticForces(const Array<Scalar>& x, Array<Scalar>* f) {
   return backend_->Dot(energy_, ones_);
 }
 
+void FemModel::RigidPredictor(const Array<Scalar>& x, const Array<Scalar>& v, Scalar dt, Array<Scalar>* out) {
+  const Index n = num_nodes_;
+  CONDSIM_CHECK(x.size() == 3 * n && v.size() == 3 * n, "FemModel::RigidPredictor: x or v does not hold 3 entries per node");
+  if (rigid_mass_.size() != 12 * n) {
+    // once: the masses per term, the total in node order, the passes' segments
+    std::vector<Scalar> m(12 * std::size_t(n));
+    total_mass_ = 0;
+    for (Index i = 0; i < n; ++i) {
+      total_mass_ += mass_host_[std::size_t(i)];
+      for (int k = 0; k < 12; ++k) m[std::size_t(k * n + i)] = mass_host_[std::size_t(i)];
+    }
+    rigid_mass_.Assign(backend_, m);
+    rigid_terms_.Resize(backend_, 12 * n);
+    rigid_sums_.Resize(backend_, 12);
+    std::vector<Index> first(7), second(13);
+    for (Index k = 0; k <= 6; ++k) first[std::size_t(k)] = k * n;
+    for (Index k = 0; k <= 12; ++k) second[std::size_t(k)] = k * n;
+    moment_segments_.Assign(backend_, first);
+    inertia_segments_.Assign(backend_, second);
+  }
+  // pass 1: the momentum p and the mass moment, the centre of mass c
+  kernels_->Run(n, RigidMomentTermsOp{x.data(), v.data(), n, rigid_terms_.data()});
+  rigid_sums_.Resize(6);
+  backend_->SegmentedDot(rigid_terms_, rigid_mass_, moment_segments_, &rigid_sums_);
+  std::vector<Scalar> s = rigid_sums_.ToHost();
+  const Vec3 p = (1 / total_mass_) * Vec3(s[0], s[1], s[2]);
+  const Vec3 c = (1 / total_mass_) * Vec3(s[3], s[4], s[5]);
+  // pass 2: the angular momentum and the inertia tensor about c
+  kernels_->Run(n, RigidInertiaTermsOp{x.data(), v.data(), c, n, rigid_terms_.data()});
+  rigid_sums_.Resize(12);
+  backend_->SegmentedDot(rigid_terms_, rigid_mass_, inertia_segments_, &rigid_sums_);
+  s = rigid_sums_.ToHost();
+  const Vec3 l(s[0], s[1], s[2]);
+  const Mat3 inertia(s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]);
+  const Scalar det = Determinant(inertia), trace = Trace(inertia);
+  const Vec3 omega = det > Scalar(1e-12) * trace * trace * trace ? Inverse(inertia) * l : Vec3(0, 0, 0);
+  const Mat3 chord = (1 / dt) * (ToMatrix(FromRotationVector(dt * omega)) - Mat3::Identity());
+  out->Resize(backend_, 3 * n);
+  kernels_->Run(n, RigidPredictorOp{x.data(), p, chord, c, out->data()});
+}
+
 void FemModel::Assemble(const Array<Scalar>& x, const Array<Scalar>& v, Scalar dt, const Vec3& gravity,
                         const Array<Scalar>* f_ext, DeviceBlockMatrix* a, Array<Scalar>* b,
                         const Array<Scalar>* linearize_at) {

@@ -285,6 +285,50 @@ struct MidpointOp {
   CONDSIM_HD_INLINE void operator()(Index k) const { x_mid[k] = x[k] + half_dt * vhat[k]; }
 };
 
+// the rigid predictor's per-node terms (FemModel::RigidPredictor): entry k n + i holds term k of
+// node i, summed against the node masses by one segmented dot per pass. Pass 1: v_i (terms 0-2)
+// and x_i (3-5), giving the momentum and the mass moment
+struct RigidMomentTermsOp {
+  const Scalar* x;
+  const Scalar* v;
+  Index n;
+  Scalar* terms;
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    for (int d = 0; d < 3; ++d) {
+      terms[d * n + i] = v[3 * i + d];
+      terms[(3 + d) * n + i] = x[3 * i + d];
+    }
+  }
+};
+
+// pass 2, about the centre of mass c (r = x_i - c): r x v_i (terms 0-2, the angular momentum)
+// and (r.r I - r r^T) row-major (terms 3-11, the inertia tensor)
+struct RigidInertiaTermsOp {
+  const Scalar* x;
+  const Scalar* v;
+  Vec3 c;
+  Index n;
+  Scalar* terms;
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    const Vec3 r = LoadVec3(x, i) - c;
+    const Vec3 l = Cross(r, LoadVec3(v, i));
+    const Mat3 j = Dot(r, r) * Mat3::Identity() - Outer(r, r);
+    for (int d = 0; d < 3; ++d) terms[d * n + i] = l[d];
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) terms[(3 + 3 * a + b) * n + i] = j(a, b);
+  }
+};
+
+// the rigid motion's mean velocity over the step at node i: out_i = V + chord (x_i - c)
+struct RigidPredictorOp {
+  const Scalar* x;
+  Vec3 velocity;
+  Mat3 chord;
+  Vec3 c;
+  Scalar* out;
+  CONDSIM_HD_INLINE void operator()(Index i) const { StoreVec3(out, i, velocity + chord * (LoadVec3(x, i) - c)); }
+};
+
 // the Newton right-hand side (eq. 10): b += s (A v-hat - c_M M v-hat), which adds (t/2) K v-hat
 // given A = c_M M + (t/2 + beta) K and s = (t/2) / (t/2 + beta); r = A v-hat
 struct NewtonRhsOp {

@@ -3,40 +3,6 @@
 
 namespace condsim {
 
-namespace {
-
-// the rigid motion closest to v in kinetic energy (mass-weighted least squares): the centre of
-// mass velocity V and the angular velocity W = I_c^-1 L_c about the centre of mass c, as the
-// mean velocity over a step t of that rigid motion: out_i = V + (exp(t W) - I)(x_i - c) / t (the
-// chord, so x + (t/2) out is the rigid midpoint). A body without rotational inertia (all nodes on
-// a line) keeps V only.
-void RigidPart(const std::vector<Scalar>& mass, const std::vector<Scalar>& x, const std::vector<Scalar>& v, Scalar dt,
-               std::vector<Scalar>* out) {
-  Scalar total = 0;
-  Vec3 p(0, 0, 0), c(0, 0, 0);
-  for (std::size_t i = 0; i < mass.size(); ++i) {
-    total += mass[i];
-    p += mass[i] * LoadVec3(v.data(), Index(i));
-    c += mass[i] * LoadVec3(x.data(), Index(i));
-  }
-  p = (1 / total) * p;
-  c = (1 / total) * c;
-  Vec3 l(0, 0, 0);
-  Mat3 inertia;
-  for (std::size_t i = 0; i < mass.size(); ++i) {
-    const Vec3 r = LoadVec3(x.data(), Index(i)) - c;
-    l += mass[i] * Cross(r, LoadVec3(v.data(), Index(i)));
-    inertia = inertia + mass[i] * (Dot(r, r) * Mat3::Identity() - Outer(r, r));
-  }
-  const Scalar det = Determinant(inertia), trace = Trace(inertia);
-  const Vec3 omega = det > Scalar(1e-12) * trace * trace * trace ? Inverse(inertia) * l : Vec3(0, 0, 0);
-  const Mat3 chord = (1 / dt) * (ToMatrix(FromRotationVector(dt * omega)) - Mat3::Identity());
-  out->resize(x.size());
-  for (std::size_t i = 0; i < mass.size(); ++i) StoreVec3(out->data(), Index(i), p + chord * (LoadVec3(x.data(), Index(i)) - c));
-}
-
-}  // namespace
-
 void AssembleStage::Build(const WorldBodies& w) {
   rigid_a_ = w.backend->CreateMatrix(w.rigid.pattern());
   rigid_b_ = Array<Scalar>(w.backend, 3 * w.rigid.num_nodes());
@@ -45,7 +11,9 @@ void AssembleStage::Build(const WorldBodies& w) {
 
 const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeSet& vn, bool warm) {
   const Scalar dt = w->params.dt;
+  const BackendCounters c0 = w->backend->counters();
   w->system->SetVirtualNodes(vn);
+  pattern_counters_ = w->backend->counters() - c0;
   // parts: FEM bodies and cables on the backend, rigid bodies on the host; the initial guess is
   // the previous step's v-hat (v at the first step; the midpoint rule's v_k = 2 v-hat - v_{k-1}
   // alternates about it); virtual nodes take J_v of it
@@ -56,11 +24,10 @@ const std::vector<Scalar>& AssembleStage::Run(WorldBodies* w, const VirtualNodeS
   // midpoint x_k + (t/2) u: rotation-consistent where eq. 9's linearization at x_k gains angular
   // momentum and energy on a spinning body; deformation rates stay linearized at x_k (eq. 9), which
   // a predictor from the whole v-hat destabilized (a squeezed soft ball)
-  std::vector<Scalar> predictor;
+  // (FemModel::RigidPredictor, on the backend)
   for (auto& f : w->fem) {
     const Array<Scalar>& guess = warm ? f->vhat : f->v;
-    RigidPart(f->mass, f->x.ToHost(), guess.ToHost(), dt, &predictor);
-    f->predictor.CopyFromHost(predictor);
+    f->model->RigidPredictor(f->x, guess, dt, &f->predictor);
     f->model->Assemble(f->x, f->v, dt, w->params.gravity, f->f_ext.size() > 0 ? &f->f_ext : nullptr, f->a.get(), &f->b,
                        &f->predictor);
     parts_a.push_back(f->a.get());

@@ -18,6 +18,9 @@ class AssembleStage {
   // assembles this step's system into w->system and the initial guess into w->v; returns the
   // rigid part's matrix values (RigidModel::Assemble layout) for the rigid groups
   const std::vector<Scalar>& Run(WorldBodies* w, const VirtualNodeSet& vn, bool warm);
+  // the last Run's backend traffic in SystemMatrix::SetVirtualNodes (the merged pattern and the
+  // eq. 15 term lists, uploaded when the virtual nodes change)
+  const BackendCounters& pattern_counters() const { return pattern_counters_; }
 
  private:
   std::unique_ptr<DeviceBlockMatrix> rigid_a_;
@@ -25,6 +28,7 @@ class AssembleStage {
   Array<Scalar> rigid_packed_;             // A values, b, v of the rigid part: one upload per step
   std::vector<Scalar> rigid_packed_host_;
   std::vector<Scalar> rigid_values_, rigid_rhs_;
+  BackendCounters pattern_counters_;
 };
 
 }  // namespace condsim

@@ -17,13 +17,13 @@ void HealthLimits::Validate() const {
 }
 
 void HealthStage::Build(const WorldBodies& w) {
-  mass_ = w.BaseNodeMasses();
+  const std::vector<Scalar> mass = w.BaseNodeMasses();
   total_mass_.assign(std::size_t(w.num_envs()), 0);
   for (std::size_t d = 0; d < w.num_deformable(); ++d) {
     const bool fem = d < w.fem.size();
     const Index env = fem ? w.Env(BodyKind::kFem, Index(d)) : w.Env(BodyKind::kRod, Index(d - w.fem.size()));
     const Index off = w.system->part_offset(w.DeformablePart(d));
-    for (Index k = 0; k < w.DeformableNodes(d); ++k) total_mass_[std::size_t(env)] += mass_[std::size_t(off + k)];
+    for (Index k = 0; k < w.DeformableNodes(d); ++k) total_mass_[std::size_t(env)] += mass[std::size_t(off + k)];
   }
   for (Index k = 0; k < w.rigid.num_bodies(); ++k) total_mass_[std::size_t(w.Env(BodyKind::kRigid, k))] += w.rigid.body(k).mass;
   last_energy_.assign(std::size_t(w.num_envs()), -1);
@@ -45,7 +45,7 @@ constexpr Scalar kEnergyFloorSpeed = 1;
 
 }  // namespace
 
-HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time,
+HealthReport HealthStage::Run(const WorldBodies& w, const VhatSummary& vhat, Index step, Scalar time,
                               std::vector<HealthReport>* env_reports, std::vector<EnvFailure>* failures) {
   const HealthLimits& lim = w.params.health;
   const std::size_t ne = std::size_t(w.num_envs());
@@ -75,14 +75,10 @@ HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& v
     const Index env = w.body_env[std::size_t(body)];
     if (w.Failed(env)) continue;
     HealthReport& r = rep[std::size_t(env)];
-    const Index off = w.system->part_offset(w.DeformablePart(d));
-    // the kinetic energy of the nodes and segment centres (no spin of the segments), shared with
-    // the per-step body statistics (WorldBodies::FemMomentum, RodMomentum)
-    const Scalar* vd = vhat.data() + 3 * std::size_t(off);
-    r.kinetic_energy += fem ? w.FemMomentum(Index(d), nullptr, vd).kinetic_energy
-                            : w.RodMomentum(Index(d - w.fem.size()), nullptr, nullptr, vd).kinetic_energy;
-    for (Index k = 0; k < w.DeformableNodes(d); ++k)
-      if (mass_[off + k] > 0) speed(r, Norm(LoadVec3(vhat.data(), off + k)), body);
+    // the kinetic energy of the nodes and segment centres (no spin of the segments) and the
+    // largest node speed, reduced on the backend (VhatSummary)
+    r.kinetic_energy += vhat.kinetic_energy[d];
+    speed(r, vhat.max_speed[d], body);
     const Array<Scalar>& x = fem ? w.fem[d]->x : w.rods[d - w.fem.size()]->model->positions();
     distance(r, env, w.backend->MaxAbs(x), body);
   }
@@ -90,7 +86,8 @@ HealthReport HealthStage::Run(const WorldBodies& w, const std::vector<Scalar>& v
     const Index body = w.BodyId(BodyKind::kRigid, k), t = w.RigidNode(k), env = w.body_env[std::size_t(body)];
     if (w.Failed(env)) continue;
     HealthReport& r = rep[std::size_t(env)];
-    const Vec3 v = LoadVec3(vhat.data(), t), om = LoadVec3(vhat.data(), t + 1);
+    const Index t0 = t - w.RigidNode(0);
+    const Vec3 v = vhat.RigidNode(t0), om = vhat.RigidNode(t0 + 1);
     const RigidBody& b = w.rigid.body(k);
     r.kinetic_energy += w.RigidMomentum(k, v, om).kinetic_energy;
     speed(r, Norm(v), body);

@@ -22,6 +22,19 @@ struct HealthReport {
   Index farthest_body = -1;
 };
 
+// v-hat as the host sees it after the solve (v-hat itself stays on the backend, in w->v): per
+// deformable body d its largest node speed (nodes with mass), its kinetic energy (as
+// WorldBodies::FemMomentum / RodMomentum without spin) and whether all its velocities are finite,
+// reduced on the backend (SolveStage::Run); and the rigid bodies' v and omega nodes (3 per node,
+// rigid node order), read back
+struct VhatSummary {
+  std::vector<Scalar> max_speed, kinetic_energy;  // per deformable body [m/s], [J]
+  std::vector<unsigned char> finite;              // per deformable body
+  std::vector<Scalar> rigid;                      // 3 per rigid node [m/s], [rad/s]
+  // rigid node t's entry (t - the first rigid node)
+  Vec3 RigidNode(Index t) const { return LoadVec3(rigid.data(), t); }
+};
+
 // an environment that diverged at a step: the body named (-1: the solve as a whole) and the
 // DivergenceError text ("world: environment e, body b diverged (what) at step s (t = ... s)")
 struct EnvFailure {
@@ -40,11 +53,10 @@ class HealthStage {
   // step's plus the energy of its bodies at 1 m/s) or has a NaN/Inf position, a failure (the
   // first found per environment). Returns the reports combined (largest speed and distance,
   // summed energy)
-  HealthReport Run(const WorldBodies& w, const std::vector<Scalar>& vhat, Index step, Scalar time, std::vector<HealthReport>* env_reports,
+  HealthReport Run(const WorldBodies& w, const VhatSummary& vhat, Index step, Scalar time, std::vector<HealthReport>* env_reports,
                    std::vector<EnvFailure>* failures);
 
  private:
-  std::vector<Scalar> mass_;         // per base node [kg]; 0 on rigid and rotation nodes
   std::vector<Scalar> total_mass_;   // per environment [kg]
   std::vector<Scalar> last_energy_;  // per environment the last step's kinetic energy (-1: none yet)
 };

@@ -34,27 +34,73 @@ void Unite(std::vector<Index>* parent, Index a, Index b) {
 // hosts and the velocities after the midpoint update (v_next)
 class Correction {
  public:
-  Correction(WorldBodies* w, const std::vector<Scalar>& mass, const ContactSet& contacts, const std::vector<Scalar>& lambda,
-             const std::vector<Scalar>& vhat)
+  Correction(WorldBodies* w, InelasticStage::Buffers* buf, const std::vector<Scalar>& mass, const ContactSet& contacts,
+             const std::vector<Scalar>& lambda, const std::vector<Scalar>& rigid_vhat)
       : w_(*w),
+        buf_(*buf),
         rigid_(w->rigid),
         vn_(w->system->virtual_nodes()),
         mass_(mass),
         contacts_(contacts),
         lambda_(lambda),
-        vhat_(vhat),
+        rigid_vhat_(rigid_vhat),
         base_(static_cast<Index>(mass.size())),
         rigid_first_(rigid_.num_bodies() > 0 ? w->RigidNode(0) : base_) {}
 
-  // v_next: every base node's velocity after the update (deformable parts, then the rigid bodies'
-  // v and omega nodes), in the global node layout
+  // v-hat and v_next (every base node's velocity after the update) in the global node layout, on
+  // the nodes the correction reads and writes: the deformable hosts of pressed contacts, read
+  // from the backend (one upload of their indices, one gather per part, one read back), and the
+  // rigid bodies' v and omega nodes; the other entries stay 0, unread
   void Gather() {
     v_next_.assign(3 * mass_.size(), 0);
-    for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
-      const std::vector<Scalar> part = w_.DeformableVelocity(d).ToHost();
-      std::copy(part.begin(), part.end(), v_next_.begin() + 3 * std::size_t(w_.system->part_offset(w_.DeformablePart(d))));
+    vhat_.assign(3 * mass_.size(), 0);
+    // the deformable hosts, by global node (so grouped by part)
+    touched_.clear();
+    for (Index m = 0; m < contacts_.size(); ++m)
+      if (Pressed(m))
+        ForEachHost(m, [&](int, Index host, const Scalar*) {
+          if (!IsRigid(host)) touched_.push_back(host);
+        });
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    const Index t = static_cast<Index>(touched_.size());
+    if (t > 0) {
+      // indices: global (into w->v) then local (into each part's velocity)
+      buf_.idx_host.assign(2 * touched_.size(), 0);
+      part_begin_.assign(w_.num_deformable() + 1, 0);
+      std::size_t q = 0;
+      for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+        const Index first = w_.system->part_offset(w_.DeformablePart(d)), end = first + w_.DeformableNodes(d);
+        part_begin_[d] = static_cast<Index>(q);
+        // this part's range of touched_ (entry k names global node idx_host[k], in part order)
+        auto lo = std::lower_bound(touched_.begin(), touched_.end(), first), hi = std::lower_bound(touched_.begin(), touched_.end(), end);
+        for (auto it = lo; it != hi; ++it, ++q) {
+          buf_.idx_host[q] = *it;
+          buf_.idx_host[touched_.size() + q] = *it - first;
+        }
+      }
+      part_begin_[w_.num_deformable()] = static_cast<Index>(q);
+      CONDSIM_CHECK(q == touched_.size(), "inelastic stage: a contact host outside the deformable parts");
+      buf_.idx.Assign(w_.backend, buf_.idx_host);
+      buf_.values.Resize(w_.backend, 6 * t);
+      buf_.kernels->Run(t, GatherVec3Op{w_.v.data(), buf_.idx.data(), buf_.values.data()});
+      for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+        const Index b = part_begin_[d], n = part_begin_[d + 1] - b;
+        if (n > 0)
+          buf_.kernels->Run(n, GatherVec3Op{w_.DeformableVelocity(d).data(), buf_.idx.data() + t + b, buf_.values.data() + 3 * (t + b)});
+      }
+      buf_.values_host.resize(6 * touched_.size());
+      w_.backend->CopyToHost(buf_.values_host.data(), buf_.values.data(), sizeof(Scalar) * buf_.values_host.size());
+      for (std::size_t k = 0; k < touched_.size(); ++k) {
+        const Index node = buf_.idx_host[k];
+        StoreVec3(vhat_.data(), node, LoadVec3(buf_.values_host.data(), Index(k)));
+        StoreVec3(v_next_.data(), node, LoadVec3(buf_.values_host.data(), t + Index(k)));
+      }
     }
     for (Index k = 0; k < rigid_.num_bodies(); ++k) {
+      const Index r = w_.RigidNode(k) - rigid_first_;
+      StoreVec3(vhat_.data(), w_.RigidNode(k), LoadVec3(rigid_vhat_.data(), r));
+      StoreVec3(vhat_.data(), w_.RigidNode(k) + 1, LoadVec3(rigid_vhat_.data(), r + 1));
       StoreVec3(v_next_.data(), w_.RigidNode(k), rigid_.body(k).v);
       StoreVec3(v_next_.data(), w_.RigidNode(k) + 1, rigid_.body(k).omega);
     }
@@ -117,9 +163,18 @@ class Correction {
 
   // v_next back to the bodies
   void Scatter() {
-    for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
-      const auto first = v_next_.begin() + 3 * std::size_t(w_.system->part_offset(w_.DeformablePart(d)));
-      w_.DeformableVelocity(d).CopyFromHost(std::vector<Scalar>(first, first + 3 * std::size_t(w_.DeformableNodes(d))));
+    // the touched deformable nodes: one upload, one scatter per part
+    const Index t = static_cast<Index>(touched_.size());
+    if (t > 0) {
+      buf_.values_host.resize(3 * touched_.size());
+      for (std::size_t k = 0; k < touched_.size(); ++k)
+        StoreVec3(buf_.values_host.data(), Index(k), LoadVec3(v_next_.data(), buf_.idx_host[k]));
+      w_.backend->CopyFromHost(buf_.values.data(), buf_.values_host.data(), sizeof(Scalar) * buf_.values_host.size());
+      for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+        const Index b = part_begin_[d], n = part_begin_[d + 1] - b;
+        if (n > 0)
+          buf_.kernels->Run(n, ScatterVec3Op{buf_.values.data() + 3 * b, buf_.idx.data() + t + b, w_.DeformableVelocity(d).data()});
+      }
     }
     for (Index k = 0; k < rigid_.num_bodies(); ++k) {
       rigid_.mutable_body(k).v = LoadVec3(v_next_.data(), w_.RigidNode(k));
@@ -261,14 +316,17 @@ class Correction {
   }
 
   WorldBodies& w_;
+  InelasticStage::Buffers& buf_;
   RigidModel& rigid_;
   const VirtualNodeSet& vn_;
   const std::vector<Scalar>& mass_;
   const ContactSet& contacts_;
   const std::vector<Scalar>& lambda_;
-  const std::vector<Scalar>& vhat_;
+  const std::vector<Scalar>& rigid_vhat_;
   const Index base_, rigid_first_;
-  std::vector<Scalar> v_next_;
+  std::vector<Scalar> vhat_, v_next_;  // global layout; only the touched and rigid nodes are set
+  std::vector<Index> touched_;         // the deformable hosts of pressed contacts, sorted
+  std::vector<Index> part_begin_;      // per deformable part its first entry in the index order
   std::vector<Index> parent_;                         // union-find over the base nodes
   std::vector<std::pair<Index, Index>> group_roots_;  // (component root, rigid group), by root
   std::vector<Mat3> iw_inv_;                          // per rigid body: world inertia inverse
@@ -282,10 +340,19 @@ class Correction {
 
 }  // namespace
 
-void InelasticStage::Build(const WorldBodies& w) { mass_ = w.BaseNodeMasses(); }
+void InelasticStage::Build(const WorldBodies& w) {
+  mass_ = w.BaseNodeMasses();
+  buf_.kernels = MakeKernels<WorldKernels>(*w.backend);
+  // capacity for every base node touched (at most 2 and 6 entries per node), so that no later
+  // step allocates
+  const Index base = static_cast<Index>(mass_.size());
+  buf_.idx.Reserve(w.backend, 2 * base);
+  buf_.values.Reserve(w.backend, 6 * base);
+}
 
-void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat) {
-  Correction c(w, mass_, contacts, lambda, vhat);
+void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda,
+                         const std::vector<Scalar>& rigid_vhat) {
+  Correction c(w, &buf_, mass_, contacts, lambda, rigid_vhat);
   c.Gather();
   c.SolveRigidComponents(c.SplitComponents());
   c.Scatter();

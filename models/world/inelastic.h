@@ -11,10 +11,12 @@
 // the total linear momentum is kept (tests/world_momentum_test.cpp).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "condsim/contacts.h"
 #include "models/world/bodies.h"
+#include "models/world/world_kernels.h"
 
 namespace condsim {
 
@@ -22,11 +24,23 @@ class InelasticStage {
  public:
   // the node masses of the deformable parts (once, at the first step)
   void Build(const WorldBodies& w);
-  // vhat: the step's solution (global, host); lambda: its impulses
-  void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat);
+  // after Integrate: the step's solution v-hat in w->v (backend) and its rigid part on the host
+  // (3 per rigid node); lambda: its impulses. Reads back and writes only the deformable hosts of
+  // pressed contacts (24 B per node each way, plus 16 B of indices per node uploaded)
+  void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& rigid_vhat);
+
+  // the backend side of a step: the touched nodes' indices and velocities
+  struct Buffers {
+    std::unique_ptr<WorldKernels> kernels;
+    Array<Index> idx;        // global node (into w->v), then local node (into its part), per touched node
+    Array<Scalar> values;    // gathered v-hat, then v_next (3 each per touched node); v_next back
+    std::vector<Index> idx_host;
+    std::vector<Scalar> values_host;
+  };
 
  private:
   std::vector<Scalar> mass_;  // per base node: lumped mass [kg]; 0 on rigid and rotation nodes
+  Buffers buf_;
 };
 
 }  // namespace condsim

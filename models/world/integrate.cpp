@@ -3,13 +3,11 @@
 
 namespace condsim {
 
-void Integrate(WorldBodies* w, const std::vector<Scalar>& vhat) {
+void Integrate(WorldBodies* w, const std::vector<Scalar>& rigid_vhat) {
   const Scalar dt = w->params.dt;
   // rigid bodies on the host; their v-hat warm-starts the next solve
-  const std::int64_t first = 3 * std::int64_t(w->system->part_offset(w->rigid_part));
-  std::vector<Scalar> rigid_vhat(vhat.begin() + first, vhat.begin() + first + 3 * std::int64_t(w->rigid.num_nodes()));
   w->rigid.Advance(dt, rigid_vhat);
-  w->rigid_vhat_prev = std::move(rigid_vhat);
+  w->rigid_vhat_prev = rigid_vhat;
   for (auto& f : w->fem) {
     w->system->ScatterVelocity(f->part, w->v, &f->vhat);
     w->backend->Axpby(dt, f->vhat, 1, &f->x);  // x += t v-hat

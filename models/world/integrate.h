@@ -9,7 +9,8 @@
 
 namespace condsim {
 
-// vhat: the step's solution on the host (the rigid part is read from it); w->v on the backend
-void Integrate(WorldBodies* w, const std::vector<Scalar>& vhat);
+// rigid_vhat: the rigid part of the step's solution on the host (3 per rigid node); the
+// deformable parts' v-hat from w->v on the backend
+void Integrate(WorldBodies* w, const std::vector<Scalar>& rigid_vhat);
 
 }  // namespace condsim

@@ -412,12 +412,16 @@ StepStats World::Step() {
   const auto t_assemble = Clock::now();
   const std::vector<Scalar>& rigid_values = assemble_.Run(&w_, nodes_.virtual_nodes(), steps_ > 0 && w_.params.warm_start);
   const auto t_solve = Clock::now();
+  stats.pattern_counters = assemble_.pattern_counters();
   stats.assemble_seconds = std::chrono::duration<double>(t_solve - t_assemble).count();
+  const BackendCounters c_nodes = w_.backend->counters();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
   const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.DownloadFemX(w_));
-  std::vector<Scalar> vhat;
+  stats.detect_counters = stats.detect_counters + (w_.backend->counters() - c_nodes);
+  VhatSummary vhat;
   std::vector<EnvFailure> failures;
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);
+  stats.solver_counters = solve_.solver_counters();
   stats.solve_seconds = std::chrono::duration<double>(Clock::now() - t_solve).count();
   stats.matrix_rows = w_.system->matrix().pattern().rows();
   stats.matrix_blocks = w_.system->matrix().pattern().nnz_blocks();
@@ -449,10 +453,10 @@ StepStats World::Step() {
   // frozen environments: v-hat 0 (they keep their positions), velocities 0
   if (std::find(w_.env_failed.begin(), w_.env_failed.end(), 1) != w_.env_failed.end()) solve_.ZeroFailed(&w_, &vhat);
   const std::vector<Scalar> lambda = solve_.Impulses();
-  Integrate(&w_, vhat);
+  Integrate(&w_, vhat.rigid);
   if (w_.params.inelastic && contacts.size() > 0) {
     const auto t_inelastic = Clock::now();
-    inelastic_.Run(&w_, contacts, lambda, vhat);
+    inelastic_.Run(&w_, contacts, lambda, vhat.rigid);
     stats.inelastic_seconds = std::chrono::duration<double>(Clock::now() - t_inelastic).count();
   }
   for (std::size_t e = 0; e < ne; ++e)

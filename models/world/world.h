@@ -74,6 +74,12 @@ struct StepStats {
   // World::set_body_momenta(true)
   std::vector<BodyMomentum> bodies;
   std::vector<EnvStepStats> envs;  // per environment
+  // the backend traffic of the stages other than the world's own (docs/architecture.md
+  // "Device-resident step"): detection, nodalization, rigid groups and body modes
+  // (detect_counters), the global system's new pattern and eq. 15 term lists when the virtual
+  // nodes change (pattern_counters), and the COND solver's setup and loop (solver_counters, loop
+  // included)
+  BackendCounters detect_counters, pattern_counters, solver_counters;
   double detect_seconds = 0;     // detection and nodalization
   BackendCounters detect_counters;  // what detection and nodalization asked of the backend
   double inelastic_seconds = 0;  // the inelastic stage
