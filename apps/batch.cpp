@@ -398,7 +398,7 @@ int RunBatch(const std::vector<std::string>& argv) {
   if (!o.quiet) {
     std::cout << "condsim batch " << o.scene_path << ": " << scene.name << ", " << mine.size() << " episodes";
     if (o.shards > 1) std::cout << " (shard " << o.shard << "/" << o.shards << " of " << o.episodes << ")";
-    std::cout << " of " << o.steps << " steps, " << o.envs << " at a time, seed " << o.seed << ", on " << sel.backend->Describe() << "\n";
+    std::cout << " of " << o.steps << " steps, up to " << o.envs << " at a time, seed " << o.seed << ", on " << sel.backend->Describe() << "\n";
     if (skipped > 0) std::cout << skipped << " episodes already finished (skipped)\n";
   }
 
@@ -420,20 +420,24 @@ int RunBatch(const std::vector<std::string>& argv) {
     group_note = o.envs > 1 ? note : "auto";
   }
   o.group = std::min(o.group, o.envs);
-  const std::size_t wave_groups = std::size_t((o.envs + o.group - 1) / o.group);
-  const std::vector<std::unique_ptr<Backend>> lanes = ParallelGroupBackends(*sel.backend, threads, wave_groups);
+  // a wave: one group per thread that steps groups (the groups in parallel when --envs gives
+  // every thread one), each run to its episodes' end before the next wave (its data stay in cache
+  // from step to step)
+  const std::size_t envs_groups = std::size_t((o.envs + o.group - 1) / o.group);
+  const std::vector<std::unique_ptr<Backend>> lanes = ParallelGroupBackends(*sel.backend, threads, envs_groups);
   std::vector<Backend*> backends;
   for (const auto& b : lanes) backends.push_back(b.get());
   if (backends.empty()) backends.push_back(sel.backend.get());
+  const std::size_t wave_size = std::min(std::size_t(o.envs), std::size_t(o.group) * backends.size());
   if (!o.quiet)
-    std::cout << "groups of at most " << o.group << " environments (" << group_note << "), " << wave_groups << " per wave"
-              << (backends.size() > 1 ? ", stepped in parallel on " + std::to_string(backends.size()) + " threads" : "") << "\n";
+    std::cout << "groups of at most " << o.group << " environments (" << group_note << "), " << wave_size << " at a time"
+              << (backends.size() > 1 ? ", " + std::to_string(backends.size()) + " groups in parallel" : "") << "\n";
 
   Progress progress(long(todo.size()), o.steps, o.quiet);
   std::vector<Outcome> outcomes;
   int stop = 0;
-  for (std::size_t w = 0; w < todo.size() && stop == 0; w += std::size_t(o.envs)) {
-    const std::vector<long long> wave(todo.begin() + long(w), todo.begin() + long(std::min(todo.size(), w + std::size_t(o.envs))));
+  for (std::size_t w = 0; w < todo.size() && stop == 0; w += wave_size) {
+    const std::vector<long long> wave(todo.begin() + long(w), todo.begin() + long(std::min(todo.size(), w + wave_size)));
     if (!RunWave(o, wave, backends, &progress, &outcomes)) stop = g_stop_signal.load();
   }
   progress.End();

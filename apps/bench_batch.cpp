@@ -84,8 +84,9 @@ Run Measure(const std::string& path, Index first, Index n, Index group, Backend*
 
 // per scene and backend: the reference "alone" (the mean cost per step of seeds 0 ... 7 each in a
 // World of its own, the same steps, so the ratios compare the same mix of episodes), then per N
-// the packed World and the grouped schedule (auto G: EnvironmentBytes of seed 0 against
-// CacheBytes, AutoGroupSize; CUDA: G = N), each against the alone cost
+// the packed World and the runner's grouped schedule (auto G: EnvironmentBytes of seed 0 against
+// CacheBytes, AutoGroupSize; CUDA: G = N), each against the alone cost. The grouped iterations:
+// the groups' mean, weighted by their environments
 int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes,
                const std::vector<Index>& envs, int steps, int reps, int threads, const std::string& json_file) {
   nlohmann::json rows = nlohmann::json::array();
@@ -116,7 +117,22 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
       for (Index n : envs) {
         const Index group = cpu ? AutoGroupSize(env_bytes, cache, lanes, n) : n;
         const Run packed = Measure(path, 0, n, n, backend.get(), lanes, steps, reps, cpu_time);
-        const Run grouped = group == n ? packed : Measure(path, 0, n, group, backend.get(), lanes, steps, reps, cpu_time);
+        // the runner's schedule: waves of one group per thread that steps groups, each wave run
+        // to its end before the next (apps/batch.cpp): the sum of the waves' costs per step
+        Run grouped = packed;
+        if (group < n) {
+          const Index parallel = ParallelGroupBackends(*backend, lanes, std::size_t((n + group - 1) / group)).empty() ? 1 : lanes;
+          const Index wave = std::min(n, group * parallel);
+          grouped = Run{};
+          for (Index first = 0; first < n; first += wave) {
+            const Index m = std::min(wave, n - first);
+            const Run w = Measure(path, first, m, group, backend.get(), lanes, steps, reps, cpu_time);
+            grouped.per_step += w.per_step;
+            grouped.it_mean += w.it_mean * double(m) / double(n);
+            grouped.it_max += w.it_max * double(m) / double(n);
+            grouped.groups += w.groups;
+          }
+        }
         const double packed_env = packed.per_step / double(n), grouped_env = grouped.per_step / double(n);
         std::printf("%-26s %-18s %5d %8d %5d %11.3f %9.3f %11.3f %9.1f %9.3f %7.1f %7.1f %7.1f\n", name.c_str(), packed.name.c_str(), n,
                     packed.dofs, group, packed.per_step * 1e3, packed_env / alone, grouped.per_step * 1e3, 1 / grouped_env,
