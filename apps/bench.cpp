@@ -360,7 +360,7 @@ int BenchDetect(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
 int RunBench(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "scale") return RunBenchScale(std::vector<std::string>(argv.begin() + 1, argv.end()));
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed", "--block-dims", "--patches", "--max-iters", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--envs", "--steps", "--json", "--scenes"},
+                   "--threads", "--seed", "--block-dims", "--patches", "--max-iters", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--envs", "--group", "--steps", "--json", "--scenes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
     std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch|scale [--backend cpu|cuda|all] [--min-rows 1e4]\n"
@@ -375,7 +375,7 @@ int RunBench(const std::vector<std::string>& argv) {
                  "in thread CPU time); on the cpu each also with the\n"
                  "separate kernels instead of the fused passes (rows marked separate).\n"
                  "batch: env-steps/s of scenes with N = 1, 2, 4, ... --max-envs (1024) environments (or --envs 1,4,16),\n"
-                 "packed in one World and as `condsim batch` groups them (auto group size), each against the mean\n"
+                 "packed in one World and as `condsim batch` groups them (--group G, 0: auto), each against the mean\n"
                  "of seeds 0..7 alone (--scenes a.json,b.json, default scenes/cable_winding.json,scenes/soft_mat_folding.json;\n"
                  "seeds 0..N-1), --steps K (5) steps after a warm-up step, median of --reps (3 for batch); one thread:\n"
                  "thread CPU time; "
@@ -455,7 +455,8 @@ int RunBench(const std::vector<std::string>& argv) {
       const Index max_envs = Index(args.GetInt("--max-envs", 1024, 1, 1 << 20));
       for (Index n = 1; n <= max_envs; n *= 2) envs.push_back(n);
     }
-    return BenchBatch(configs, scenes, envs, int(args.GetInt("--steps", 5, 1, 1000000)), args.Has("--reps") ? reps : 3, threads,
+    return BenchBatch(configs, scenes, envs, Index(args.GetInt("--group", 0, 0, 1 << 20)), int(args.GetInt("--steps", 5, 1, 1000000)),
+                      args.Has("--reps") ? reps : 3, threads,
                       args.Get("--json", ""));
   }
   if (what == "rod") return BenchRod(configs, reps, threads, Index(args.GetInt("--max-cables", 4096, 1, 1000000)));

@@ -85,10 +85,10 @@ Run Measure(const std::string& path, Index first, Index n, Index group, Backend*
 // per scene and backend: the reference "alone" (the mean cost per step of seeds 0 ... 7 each in a
 // World of its own, the same steps, so the ratios compare the same mix of episodes), then per N
 // the packed World and the runner's grouped schedule (auto G: EnvironmentBytes of seed 0 against
-// CacheBytes, AutoGroupSize; CUDA: G = N), each against the alone cost. The grouped iterations:
+// CacheBytes, AutoGroupSize; CUDA: G = N; group_size > 0: that), each against the alone cost. The grouped iterations:
 // the groups' mean, weighted by their environments
 int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes,
-               const std::vector<Index>& envs, int steps, int reps, int threads, const std::string& json_file) {
+               const std::vector<Index>& envs, Index group_size, int steps, int reps, int threads, const std::string& json_file) {
   nlohmann::json rows = nlohmann::json::array();
   const int lanes = EffectiveThreads(threads);
   const bool cpu_time = lanes == 1;
@@ -115,7 +115,7 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
       for (Index s = 0; s < alone_seeds; ++s)
         alone += Measure(path, s, 1, 1, backend.get(), lanes, steps, reps, cpu_time).per_step / double(alone_seeds);
       for (Index n : envs) {
-        const Index group = cpu ? AutoGroupSize(env_bytes, cache, lanes, n) : n;
+        const Index group = group_size > 0 ? std::min(group_size, n) : cpu ? AutoGroupSize(env_bytes, cache, lanes, n) : n;
         const Run packed = Measure(path, 0, n, n, backend.get(), lanes, steps, reps, cpu_time);
         // the runner's schedule: waves of one group per thread that steps groups, each wave run
         // to its end before the next (apps/batch.cpp): the sum of the waves' costs per step
