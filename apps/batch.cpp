@@ -410,13 +410,13 @@ int RunBatch(const std::vector<std::string>& argv) {
     o.group = o.envs;
     group_note = "auto: one World per wave on " + std::string(ToString(sel.backend->kind()));
   } else if (o.group == 0) {
-    std::string cache_source;
-    const std::size_t cache = CacheBytes(&cache_source);
+    const CacheSizes cache = Caches();
     const std::size_t env_bytes = o.envs > 1 && !todo.empty() ? EnvironmentBytes(scene, sel.backend.get()) : 1;
     o.group = o.envs > 1 ? AutoGroupSize(env_bytes, cache, threads, Index(o.envs)) : 1;
-    char note[160];
-    std::snprintf(note, sizeof(note), "auto: %.2f MB per environment, %.1f MB cache (%s), %d thread%s", double(env_bytes) / 1e6,
-                  double(cache) / 1e6, cache_source.c_str(), threads, threads == 1 ? "" : "s");
+    char note[200];
+    std::snprintf(note, sizeof(note), "auto: %.2f MB per environment, L2 %.1f MB, last-level %.1f MB (%s), %d thread%s",
+                  double(env_bytes) / 1e6, double(cache.l2) / 1e6, double(cache.last) / 1e6, cache.source.c_str(), threads,
+                  threads == 1 ? "" : "s");
     group_note = o.envs > 1 ? note : "auto";
   }
   o.group = std::min(o.group, o.envs);

@@ -33,37 +33,40 @@ std::size_t ParseCacheSize(const std::string& text) {
 
 }  // namespace
 
-std::size_t CacheBytes(std::string* source) {
-  // the highest-level data or unified cache of cpu0 (its size is one instance's, not the sum
-  // over the machine's that sysconf reports on some virtual machines)
-  int best_level = 0;
-  std::size_t best = 0;
+CacheSizes Caches() {
+  // the level-2 and the highest-level data or unified caches of cpu0 (a size is one instance's,
+  // not the sum over the machine's that sysconf reports on some virtual machines)
+  CacheSizes c;
+  int last_level = 0;
   for (int i = 0; i < 16; ++i) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
     std::ifstream level_file(dir + "level"), type_file(dir + "type"), size_file(dir + "size");
     int level = 0;
     std::string type, size;
     if (!(level_file >> level) || !(type_file >> type) || !(size_file >> size)) continue;
-    if (type == "Instruction") continue;
     const std::size_t bytes = ParseCacheSize(size);
-    if (bytes > 0 && level >= best_level) {
-      best_level = level;
-      best = bytes;
+    if (type == "Instruction" || bytes == 0) continue;
+    if (level == 2) c.l2 = bytes;
+    if (level >= last_level) {
+      last_level = level;
+      c.last = bytes;
     }
   }
-  if (best > 0) {
-    if (source) *source = "L" + std::to_string(best_level) + ", /sys/devices/system/cpu/cpu0/cache";
-    return best;
+  if (c.last > 0 && c.l2 > 0) {
+    c.source = "L2 and L" + std::to_string(last_level) + ", /sys/devices/system/cpu/cpu0/cache";
+    return c;
   }
-  for (const auto& [name, level] : {std::pair{_SC_LEVEL3_CACHE_SIZE, 3}, std::pair{_SC_LEVEL2_CACHE_SIZE, 2}}) {
-    const long v = sysconf(name);
-    if (v > 0) {
-      if (source) *source = "L" + std::to_string(level) + ", sysconf";
-      return std::size_t(v);
-    }
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l2 > 0) {
+    c.l2 = std::size_t(l2);
+    c.last = l3 > 0 ? std::size_t(l3) : std::size_t(l2);
+    c.source = "sysconf";
+    return c;
   }
-  if (source) *source = "unknown, assumed";
-  return std::size_t(8) << 20;
+  c.l2 = std::size_t(1) << 20;
+  c.last = std::size_t(8) << 20;
+  c.source = "unknown: 1 MiB and 8 MiB assumed";
+  return c;
 }
 
 std::size_t EnvironmentBytes(const Scene& scene, Backend* backend) {
@@ -77,12 +80,16 @@ std::size_t EnvironmentBytes(const Scene& scene, Backend* backend) {
   return std::size_t(std::max<std::int64_t>(1, backend->counters().allocated_bytes - before));
 }
 
-Index AutoGroupSize(std::size_t env_bytes, std::size_t cache_bytes, int threads, Index envs) {
-  // half the cache (the rest for the code, the stack and the other processes), shared by the
-  // threads that step groups at the same time
-  const std::size_t share = cache_bytes / 2 / std::size_t(std::max(1, threads));
-  const std::size_t fit = share / std::max<std::size_t>(1, env_bytes);
-  return Index(std::clamp<std::size_t>(fit, 1, std::size_t(std::max<Index>(1, envs))));
+Index AutoGroupSize(std::size_t env_bytes, const CacheSizes& cache, int threads, Index envs) {
+  const std::size_t w = std::max<std::size_t>(1, env_bytes);
+  // at most what fits in half the last-level cache (the rest for the code, the stack and the
+  // other processes), shared by the threads that step groups at the same time
+  const std::size_t fit = cache.last / 2 / std::size_t(std::max(1, threads)) / w;
+  // at least enough environments that the group's working set reaches the level-2 cache: below
+  // it a World's fixed cost per step (launches, detection set-up) dominates, above it the group
+  // only adds iterations (a World iterates until its slowest environment stops)
+  const std::size_t enough = (cache.l2 + w - 1) / w;
+  return Index(std::clamp<std::size_t>(std::min(fit, enough), 1, std::size_t(std::max<Index>(1, envs))));
 }
 
 int EffectiveThreads(int threads) { return threads > 0 ? threads : std::max(1, omp_get_max_threads()); }

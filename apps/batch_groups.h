@@ -16,10 +16,14 @@
 
 namespace condsim::app {
 
-// the last-level data cache one thread may count on [bytes]: the largest cache of cpu0 in
-// /sys/devices/system/cpu/cpu0/cache (its `size`), else sysconf(_SC_LEVEL3_CACHE_SIZE), else
-// _SC_LEVEL2_CACHE_SIZE, else 8 MiB; `source` says which
-std::size_t CacheBytes(std::string* source = nullptr);
+// the level-2 and the last-level data caches [bytes]: from /sys/devices/system/cpu/cpu0/cache
+// (each level's data or unified cache, its `size`), else sysconf(_SC_LEVEL2_CACHE_SIZE) and
+// _SC_LEVEL3_CACHE_SIZE, else 1 MiB and 8 MiB; `source` says which
+struct CacheSizes {
+  std::size_t l2 = 0, last = 0;
+  std::string source;
+};
+CacheSizes Caches();
 
 // one environment's working set [bytes]: what the backend allocates to build `scene` alone and
 // run its first step, with the contact reservation off (world.contact_reserve = 0: room for
@@ -27,9 +31,10 @@ std::size_t CacheBytes(std::string* source = nullptr);
 // bodies' arrays and the contacts of that step
 std::size_t EnvironmentBytes(const Scene& scene, Backend* backend);
 
-// the automatic group size: as many environments as fit in half the cache share of each thread
-// that steps a group (threads groups at a time when threads > 1), at least 1, at most envs
-Index AutoGroupSize(std::size_t env_bytes, std::size_t cache_bytes, int threads, Index envs);
+// the automatic group size: the fewest environments whose working sets together reach the
+// level-2 cache, but no more than fit in half the last-level cache's share of each thread that
+// steps a group (threads groups at a time when threads > 1); at least 1, at most envs
+Index AutoGroupSize(std::size_t env_bytes, const CacheSizes& cache, int threads, Index envs);
 
 // the environments of scenes as groups of at most `group` (sizes as equal as possible), each a
 // batched World with failures isolated (World::set_isolate_failures)

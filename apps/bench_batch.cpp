@@ -85,16 +85,16 @@ Run Measure(const std::string& path, Index first, Index n, Index group, Backend*
 // per scene and backend: the reference "alone" (the mean cost per step of seeds 0 ... 7 each in a
 // World of its own, the same steps, so the ratios compare the same mix of episodes), then per N
 // the packed World and the runner's grouped schedule (auto G: EnvironmentBytes of seed 0 against
-// CacheBytes, AutoGroupSize; CUDA: G = N; group_size > 0: that), each against the alone cost. The grouped iterations:
+// Caches, AutoGroupSize; CUDA: G = N; group_size > 0: that), each against the alone cost. The grouped iterations:
 // the groups' mean, weighted by their environments
 int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes,
                const std::vector<Index>& envs, Index group_size, int steps, int reps, int threads, const std::string& json_file) {
   nlohmann::json rows = nlohmann::json::array();
   const int lanes = EffectiveThreads(threads);
   const bool cpu_time = lanes == 1;
-  std::string cache_source;
-  const std::size_t cache = CacheBytes(&cache_source);
-  std::printf("# %s time; cache %.1f MB (%s)\n", cpu_time ? "thread CPU" : "wall", double(cache) / 1e6, cache_source.c_str());
+  const CacheSizes cache = Caches();
+  std::printf("# %s time; caches: L2 %.1f MB, last-level %.1f MB (%s)\n", cpu_time ? "thread CPU" : "wall", double(cache.l2) / 1e6,
+              double(cache.last) / 1e6, cache.source.c_str());
   std::printf("%-26s %-18s %5s %8s %5s %11s %9s %11s %9s %9s %7s %7s %7s\n", "backend", "scene", "envs", "dofs", "group", "packed_ms",
               "packed_vs", "grouped_ms", "env-st/s", "group_vs", "it_mean", "it_pack", "it_grp");
   for (const std::string& path : scenes) {
@@ -145,7 +145,8 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
                         {"group", group},
                         {"groups", grouped.groups},
                         {"env_bytes", env_bytes},
-                        {"cache_bytes", cache},
+                        {"l2_bytes", cache.l2},
+                        {"last_level_cache_bytes", cache.last},
                         {"alone_seconds_per_step", alone},
                         {"packed_seconds_per_step", packed.per_step},
                         {"packed_env_steps_per_s", 1 / packed_env},
