@@ -130,18 +130,18 @@ EnvGroups::EnvGroups(const std::vector<Scene>& scenes, Index group, const std::v
 
 void EnvGroups::Step(const std::vector<Scene>& scenes, const std::vector<char>& active) {
   std::vector<std::exception_ptr> errors(groups_.size());
+  // no exception leaves an OpenMP region: each group's is kept and rethrown after the region
   const auto step = [&](std::size_t k) {
     Group& gr = groups_[k];
-    bool any = false;
-    for (std::size_t j = 0; j < gr.envs.size(); ++j) {
-      if (!active[gr.envs[j]]) continue;
-      ApplyControls(scenes[gr.envs[j]], &gr.worlds[j]);
-      any = true;
-    }
-    // a group whose environments all ended is not stepped again (its stats stay the last ones)
-    if (!any) return;
     try {
-      gr.stats = gr.worlds[0].world->Step();
+      bool any = false;
+      for (std::size_t j = 0; j < gr.envs.size(); ++j) {
+        if (!active[gr.envs[j]]) continue;
+        ApplyControls(scenes[gr.envs[j]], &gr.worlds[j]);
+        any = true;
+      }
+      // a group whose environments all ended is not stepped again (its stats stay the last ones)
+      if (any) gr.stats = gr.worlds[0].world->Step();
     } catch (...) {
       errors[k] = std::current_exception();
     }
