@@ -256,8 +256,9 @@ void PrintHelp() {
                "marked failed (seed, step, reason) and the others go on. A restart with the same arguments skips\n"
                "the finished episodes. --shard k/K: the episodes i with i % K == k (manifest.shard-k-of-K.h5);\n"
                "`condsim batch merge DIR` joins the shard manifests into DIR/manifest.h5. --episode i: run that\n"
-               "episode only. --group G: the N environments of a wave as Worlds of at most G (0, the default: auto;\n"
-               "on the cpu as many as fit in the cache, on cuda all N); the results do not depend on it on the cpu.\n"
+               "episode only. --group G: the episodes as Worlds of at most G (0, the default: auto;\n"
+               "on the cpu from one environment's working set against the L2 and last-level caches, on cuda all N); the\n"
+               "results do not depend on it on the cpu.\n"
                "Exit: 0 all complete, 3 some failed, 1 error, 128 + signal when interrupted.\n";
 }
 
@@ -402,8 +403,8 @@ int RunBatch(const std::vector<std::string>& argv) {
     if (skipped > 0) std::cout << skipped << " episodes already finished (skipped)\n";
   }
 
-  // the groups: --group G, or auto (CUDA: all environments of a wave in one World; CPU: as many
-  // as fit in the cache share of a thread, from one environment's working set)
+  // the groups: --group G, or auto (CUDA: all environments of a wave in one World; CPU:
+  // AutoGroupSize from one environment's working set and the caches)
   const int threads = EffectiveThreads(options.cpu_threads);
   std::string group_note = "--group";
   if (o.group == 0 && sel.backend->kind() != BackendKind::kCpu) {
