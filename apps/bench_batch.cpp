@@ -91,10 +91,11 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
                const std::vector<Index>& envs, Index group_size, int steps, int reps, int threads, const std::string& json_file) {
   nlohmann::json rows = nlohmann::json::array();
   const int lanes = EffectiveThreads(threads);
-  const bool cpu_time = lanes == 1;
+  // one CPU thread: thread CPU time; CUDA and more threads: wall time
+  const bool one_thread = lanes == 1;
   const CacheSizes cache = Caches();
-  std::printf("# %s time; caches: L2 %.1f MB, last-level %.1f MB (%s)\n", cpu_time ? "thread CPU" : "wall", double(cache.l2) / 1e6,
-              double(cache.last) / 1e6, cache.source.c_str());
+  std::printf("# %s; caches: L2 %.1f MB, last-level %.1f MB (%s)\n", one_thread ? "cpu: thread CPU time, cuda: wall time" : "wall time",
+              double(cache.l2) / 1e6, double(cache.last) / 1e6, cache.source.c_str());
   std::printf("%-26s %-18s %5s %8s %5s %11s %9s %11s %9s %9s %7s %7s %7s\n", "backend", "scene", "envs", "dofs", "group", "packed_ms",
               "packed_vs", "grouped_ms", "env-st/s", "group_vs", "it_mean", "it_pack", "it_grp");
   for (const std::string& path : scenes) {
@@ -104,6 +105,7 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
       opt.spmv_format = format;
       std::unique_ptr<Backend> backend = MakeBackend(choice, opt).backend;
       const bool cpu = backend->kind() == BackendKind::kCpu;
+      const bool cpu_time = cpu && one_thread;
       const std::string name = cpu ? backend->Describe() : std::string("cuda/") + ToString(format);
       const std::uint64_t seed0 = 0;
       const std::size_t env_bytes = cpu ? EnvironmentBytes(LoadScene(path, &seed0), backend.get()) : 0;
