@@ -8,8 +8,10 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "condsim/backend.h"
 #include "condsim/error.h"
 #include "models/world/scene.h"
 
@@ -108,6 +110,11 @@ int RunBatch(const std::vector<std::string>& args);
 int RunBench(const std::vector<std::string>& args);
 // `condsim bench scale` (apps/bench_scale.cpp): exit 2 on a bad option value
 int RunBenchScale(const std::vector<std::string>& args);
+// `condsim bench batch` (apps/bench_batch.cpp): per scene, backend and N of envs, the packed and
+// the grouped cost per env-step (groups of group_size, 0: as `condsim batch --group 0` picks)
+// against the environments alone
+int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes,
+               const std::vector<Index>& envs, Index group_size, int steps, int reps, int threads, const std::string& json_file);
 int RunScene(const std::vector<std::string>& args);
 // `condsim run SCENE.json` (apps/run_scene.cpp)
 int RunSceneFile(const Args& args);

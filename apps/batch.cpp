@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "apps/args.h"
+#include "apps/batch_groups.h"
 #include "condsim/backend.h"
 #include "condsim/build_commit.h"
 #include "io/batch_file.h"
@@ -48,6 +49,7 @@ std::uint64_t EpisodeSeed(std::uint64_t batch_seed, long long i) {
 struct BatchOptions {
   std::string scene_path, out_dir;
   long long envs = 1, episodes = 1, steps = 0, every = 1;
+  long long group = 0;  // environments per World (--group; 0 = auto, resolved before the first wave)
   std::uint64_t seed = 0;
   long long shard = 0, shards = 1;
   long long episode = -1;  // --episode i: only that one (always run, never skipped)
@@ -125,9 +127,10 @@ class Progress {
   std::chrono::steady_clock::time_point t0_, last_;
 };
 
-// runs the episodes together (one batched World); false when a stop signal ended it (the
+// runs the episodes together, as groups of at most o.group environments (EnvGroups: each group
+// one batched World; on `backends`, apps/batch_groups.h); false when a stop signal ended it (the
 // unfinished episodes' .part files removed)
-bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Backend* backend, Progress* progress,
+bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, const std::vector<Backend*>& backends, Progress* progress,
              std::vector<Outcome>* outcomes) {
   const std::size_t n = episodes.size();
   std::vector<Scene> scenes;
@@ -136,16 +139,18 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
     seeds.push_back(EpisodeSeed(o.seed, i));
     scenes.push_back(LoadScene(o.scene_path, &seeds.back()));
   }
-  std::vector<SceneWorld> sws = BuildBatch(scenes, backend);
-  World& world = *sws[0].world;
-  world.set_isolate_failures(true);
-  // the world's contacts by environment, sorted once per frame
+  EnvGroups groups(scenes, Index(o.group), backends);
+  // the contacts of each group's world by environment, sorted once per frame
   std::vector<std::vector<Index>> by_env(n);
   const auto sort_contacts = [&] {
     for (std::vector<Index>& ids : by_env) ids.clear();
-    const std::vector<ContactRecord>& all = world.contacts();
-    for (std::size_t m = 0; m < all.size(); ++m)
-      if (all[m].env >= 0 && std::size_t(all[m].env) < n) by_env[std::size_t(all[m].env)].push_back(Index(m));
+    for (std::size_t g = 0; g < groups.num_groups(); ++g) {
+      const std::vector<ContactRecord>& all = groups.world(g).contacts();
+      for (std::size_t m = 0; m < all.size(); ++m) {
+        const Index local = all[m].env;
+        if (local >= 0 && std::size_t(local) < groups.group_size(g)) by_env[groups.env(g, local)].push_back(Index(m));
+      }
+    }
   };
   std::vector<std::unique_ptr<Recorder>> rec(n);
   std::vector<Outcome> out(n);
@@ -156,22 +161,21 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
     info.index = episodes[e];
     info.steps = o.steps;
     info.extras = true;
-    rec[e] = std::make_unique<Recorder>(o.out_dir + "/" + EpisodeName(episodes[e]), scenes[e], sws[e], info);
+    rec[e] = std::make_unique<Recorder>(o.out_dir + "/" + EpisodeName(episodes[e]), scenes[e], groups.scene_world(e), info);
   }
   sort_contacts();
-  for (std::size_t e = 0; e < n; ++e) rec[e]->AddFrame(sws[e], &by_env[e]);
+  for (std::size_t e = 0; e < n; ++e) rec[e]->AddFrame(groups.scene_world(e), &by_env[e]);
   std::size_t running = n;
   for (long long step = 0; step < o.steps && running > 0; ++step) {
     if (g_stop_signal.load() != 0) return false;  // the recorders' destructors drop the .part files
-    for (std::size_t e = 0; e < n; ++e)
-      if (active[e]) ApplyControls(scenes[e], &sws[e]);
-    // a diverging environment is reported in st.envs (isolated failures), never thrown
-    const StepStats st = world.Step();
+    // every group with a running environment: its drives set, one step; a diverging
+    // environment is reported in its group's stats (isolated failures), never thrown
+    groups.Step(scenes, active);
     const bool frame = (step + 1) % o.every == 0;
     if (frame) sort_contacts();
     for (std::size_t e = 0; e < n; ++e) {
       if (!active[e]) continue;
-      const EnvStepStats& es = st.envs.at(e);
+      const EnvStepStats& es = groups.env_stats(e);
       if (es.failed) {
         // the steps before the failing one are kept; the episode leaves the batch
         out[e].status = "failed";
@@ -182,8 +186,8 @@ bool RunWave(const BatchOptions& o, const std::vector<long long>& episodes, Back
         progress->EpisodeDone(o.steps - step);
         continue;
       }
-      rec[e]->AddStats(st, Index(e));  // = AddStats(EnvironmentStats(st, e)), without the copy
-      if (frame) rec[e]->AddFrame(sws[e], &by_env[e]);
+      rec[e]->AddStats(groups.stats(groups.group(e)), groups.local(e));  // = AddStats(EnvironmentStats(st, local)), without the copy
+      if (frame) rec[e]->AddFrame(groups.scene_world(e), &by_env[e]);
       out[e].steps_done = step + 1;
     }
     progress->Steps(long(running));
@@ -242,7 +246,7 @@ nlohmann::json EntryJson(const ManifestEntry& e) {
 
 void PrintHelp() {
   std::cout << "usage: condsim batch SCENE.json --envs N --episodes M [--seed S] [--steps K | --duration T]\n"
-               "       [--out DIR] [--backend cpu|cuda|auto] [--threads T] [--shard k/K] [--episode i] [--quiet]\n"
+               "       [--out DIR] [--backend cpu|cuda|auto] [--threads T] [--group G] [--shard k/K] [--episode i] [--quiet]\n"
                "       condsim batch merge DIR\n"
                "runs M episodes of a scene, N at a time in one batched world, each with its scene's randomized\n"
                "values drawn from its own seed (docs/batch.md). Episode i's seed: SplitMix64 output i + 1 from the\n"
@@ -252,7 +256,10 @@ void PrintHelp() {
                "marked failed (seed, step, reason) and the others go on. A restart with the same arguments skips\n"
                "the finished episodes. --shard k/K: the episodes i with i % K == k (manifest.shard-k-of-K.h5);\n"
                "`condsim batch merge DIR` joins the shard manifests into DIR/manifest.h5. --episode i: run that\n"
-               "episode only. Exit: 0 all complete, 3 some failed, 1 error, 128 + signal when interrupted.\n";
+               "episode only. --group G: the episodes as Worlds of at most G (0, the default: auto;\n"
+               "on the cpu from one environment's working set against the L2 and last-level caches, on cuda all N); the\n"
+               "results do not depend on it on the cpu.\n"
+               "Exit: 0 all complete, 3 some failed, 1 error, 128 + signal when interrupted.\n";
 }
 
 int Merge(const std::vector<std::string>& argv) {
@@ -321,7 +328,8 @@ int Merge(const std::vector<std::string>& argv) {
 
 int RunBatch(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "merge") return Merge(std::vector<std::string>(argv.begin() + 1, argv.end()));
-  const Args args(argv, {"--envs", "--episodes", "--seed", "--steps", "--duration", "--out", "--backend", "--threads", "--shard", "--episode"},
+  const Args args(argv, {"--envs", "--episodes", "--seed", "--steps", "--duration", "--out", "--backend", "--threads", "--shard", "--episode",
+                   "--group"},
                   {"--help", "--quiet"}, "batch");
   if (args.Flag("--help")) {
     PrintHelp();
@@ -335,6 +343,7 @@ int RunBatch(const std::vector<std::string>& argv) {
   o.quiet = args.Flag("--quiet");
   o.envs = args.GetInt("--envs", 1, 1, 1 << 20);
   o.episodes = args.GetInt("--episodes", 1, 1, 1LL << 31);
+  o.group = args.GetInt("--group", 0, 0, 1 << 20);
   o.seed = std::uint64_t(args.GetInt("--seed", 0, 0, kSeedMax));
   if (args.Has("--shard")) ParseShard(args.Get("--shard", ""), &o.shard, &o.shards);
   if (args.Has("--episode")) {
@@ -390,16 +399,47 @@ int RunBatch(const std::vector<std::string>& argv) {
   if (!o.quiet) {
     std::cout << "condsim batch " << o.scene_path << ": " << scene.name << ", " << mine.size() << " episodes";
     if (o.shards > 1) std::cout << " (shard " << o.shard << "/" << o.shards << " of " << o.episodes << ")";
-    std::cout << " of " << o.steps << " steps, " << o.envs << " at a time, seed " << o.seed << ", on " << sel.backend->Describe() << "\n";
+    std::cout << " of " << o.steps << " steps, up to " << o.envs << " at a time, seed " << o.seed << ", on " << sel.backend->Describe() << "\n";
     if (skipped > 0) std::cout << skipped << " episodes already finished (skipped)\n";
   }
+
+  // the groups: --group G, or auto (CUDA: all environments of a wave in one World; CPU:
+  // AutoGroupSize from one environment's working set and the caches)
+  const int threads = EffectiveThreads(options.cpu_threads);
+  std::string group_note = "--group";
+  if (o.group == 0 && sel.backend->kind() != BackendKind::kCpu) {
+    o.group = o.envs;
+    group_note = "auto: one World per wave on " + std::string(ToString(sel.backend->kind()));
+  } else if (o.group == 0) {
+    const CacheSizes cache = Caches();
+    const std::size_t env_bytes = o.envs > 1 && !todo.empty() ? EnvironmentBytes(scene, sel.backend.get()) : 1;
+    o.group = o.envs > 1 ? AutoGroupSize(env_bytes, cache, threads, Index(o.envs)) : 1;
+    char note[200];
+    std::snprintf(note, sizeof(note), "auto: %.2f MB per environment, L2 %.1f MB, last-level %.1f MB (%s), %d thread%s",
+                  double(env_bytes) / 1e6, double(cache.l2) / 1e6, double(cache.last) / 1e6, cache.source.c_str(), threads,
+                  threads == 1 ? "" : "s");
+    group_note = o.envs > 1 ? note : "auto";
+  }
+  o.group = std::min(o.group, o.envs);
+  // a wave: one group per thread that steps groups (the groups in parallel when --envs gives
+  // every thread one), each run to its episodes' end before the next wave (its data stay in cache
+  // from step to step)
+  const std::size_t envs_groups = std::size_t((o.envs + o.group - 1) / o.group);
+  const std::vector<std::unique_ptr<Backend>> lanes = ParallelGroupBackends(*sel.backend, threads, envs_groups);
+  std::vector<Backend*> backends;
+  for (const auto& b : lanes) backends.push_back(b.get());
+  if (backends.empty()) backends.push_back(sel.backend.get());
+  const std::size_t wave_size = std::min(std::size_t(o.envs), std::size_t(o.group) * backends.size());
+  if (!o.quiet)
+    std::cout << "groups of at most " << o.group << " environments (" << group_note << "), " << wave_size << " at a time"
+              << (backends.size() > 1 ? ", " + std::to_string(backends.size()) + " groups in parallel" : "") << "\n";
 
   Progress progress(long(todo.size()), o.steps, o.quiet);
   std::vector<Outcome> outcomes;
   int stop = 0;
-  for (std::size_t w = 0; w < todo.size() && stop == 0; w += std::size_t(o.envs)) {
-    const std::vector<long long> wave(todo.begin() + long(w), todo.begin() + long(std::min(todo.size(), w + std::size_t(o.envs))));
-    if (!RunWave(o, wave, sel.backend.get(), &progress, &outcomes)) stop = g_stop_signal.load();
+  for (std::size_t w = 0; w < todo.size() && stop == 0; w += wave_size) {
+    const std::vector<long long> wave(todo.begin() + long(w), todo.begin() + long(std::min(todo.size(), w + wave_size)));
+    if (!RunWave(o, wave, backends, &progress, &outcomes)) stop = g_stop_signal.load();
   }
   progress.End();
 
@@ -438,6 +478,7 @@ int RunBatch(const std::vector<std::string>& argv) {
   s["commit"] = CONDSIM_GIT_COMMIT;
   s["seed"] = o.seed;
   s["envs"] = o.envs;
+  s["group"] = o.group;
   s["episodes"] = o.episodes;
   s["steps"] = o.steps;
   s["shard"] = std::to_string(o.shard) + "/" + std::to_string(o.shards);

@@ -355,85 +355,12 @@ int BenchDetect(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs
 }
 
 
-// `bench batch`: env-steps/s of scenes packed N = 1, 2, 4, ... per World (BuildBatch, environment
-// e loaded with seed e): per N a warm-up step, then reps runs of `steps` steps (ApplyControls per
-// environment, one Step for all), the median run. The reference "alone" is the mean cost per step
-// of seeds 0 ... 7 each in a World of its own (the same steps), so the ratio compares the same mix
-// of episodes; the iterations columns are the mean over environments and the slowest one's (a
-// batch iterates until its slowest environment stops)
-int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs, const std::vector<std::string>& scenes, Index max_envs,
-               int steps, int reps, int threads, const std::string& json_file) {
-  nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-26s %-20s %6s %8s %12s %14s %10s %9s %8s %8s\n", "backend", "scene", "envs", "dofs", "ms/step", "env-steps/s", "per_env_us",
-              "vs_alone", "it_mean", "it_max");
-  for (const std::string& path : scenes) {
-    for (const auto& [choice, format] : configs) {
-      const Target target = MakeTarget(choice, format, threads);
-      // seeds [first, first + n) in one World: the median seconds per step, mean and max iterations
-      struct Run {
-        double per_step = 0, it_mean = 0, it_max = 0;
-        Index dofs = 0;
-        std::string name;
-      };
-      const auto run = [&](Index first, Index n) {
-        std::vector<Scene> batch;
-        for (Index e = 0; e < n; ++e) {
-          const std::uint64_t seed = std::uint64_t(first + e);
-          batch.push_back(LoadScene(path, &seed));
-        }
-        std::vector<SceneWorld> sws = BuildBatch(batch, target.backend.get());
-        World& world = *sws[0].world;
-        world.set_isolate_failures(true);
-        Run out;
-        double it_sum = 0, it_max = 0;
-        const auto step = [&] {
-          for (Index e = 0; e < n; ++e) ApplyControls(batch[std::size_t(e)], &sws[std::size_t(e)]);
-          const StepStats st = world.Step();
-          for (const EnvStepStats& es : st.envs) it_sum += es.iterations;
-          it_max += st.cond.iterations;
-        };
-        step();
-        it_sum = it_max = 0;
-        std::vector<double> t;
-        for (int r = 0; r < reps; ++r) {
-          const auto start = std::chrono::steady_clock::now();
-          for (int k = 0; k < steps; ++k) step();
-          target.backend->Synchronize();
-          t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps);
-        }
-        std::sort(t.begin(), t.end());
-        out.per_step = t[t.size() / 2];
-        out.it_mean = it_sum / (double(n) * reps * steps);
-        out.it_max = it_max / (double(reps) * steps);
-        out.dofs = world.num_dofs();
-        out.name = batch[0].name;
-        return out;
-      };
-      const Index alone_seeds = std::min<Index>(8, max_envs);
-      double alone = 0;
-      for (Index s = 0; s < alone_seeds; ++s) alone += run(s, 1).per_step / double(alone_seeds);
-      for (Index n = 1; n <= max_envs; n *= 2) {
-        const Run r = run(0, n);
-        const double per_env = r.per_step / double(n);
-        std::printf("%-26s %-20s %6d %8d %12.3f %14.1f %10.1f %9.3f %8.1f %8.1f\n", target.name.c_str(), r.name.c_str(), n, r.dofs,
-                    r.per_step * 1e3, 1 / per_env, per_env * 1e6, per_env / alone, r.it_mean, r.it_max);
-        std::fflush(stdout);
-        rows.push_back({{"backend", target.name}, {"scene", r.name}, {"envs", n}, {"dofs", r.dofs}, {"seconds_per_step", r.per_step},
-                        {"env_steps_per_s", 1 / per_env}, {"cost_vs_alone", per_env / alone}, {"alone_seconds_per_step", alone},
-                        {"iterations_mean", r.it_mean}, {"iterations_max", r.it_max}, {"steps", steps}, {"reps", reps}});
-        if (n > max_envs / 2) break;
-      }
-    }
-  }
-  if (!json_file.empty()) WriteTextAtomically(json_file, rows.dump(2) + "\n");
-  return 0;
-}
 }  // namespace
 
 int RunBench(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "scale") return RunBenchScale(std::vector<std::string>(argv.begin() + 1, argv.end()));
   const Args args(argv, {"--backend", "--min-rows", "--max-rows", "--min-dofs", "--max-dofs", "--min-tets", "--max-tets", "--reps",
-                   "--threads", "--seed", "--block-dims", "--patches", "--max-iters", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--steps", "--json", "--scenes"},
+                   "--threads", "--seed", "--block-dims", "--patches", "--max-iters", "--max-cables", "--min-nodes", "--max-nodes", "--max-envs", "--envs", "--group", "--steps", "--json", "--scenes"},
                   {"--help"}, "bench");
   if (args.Flag("--help") || args.positional().empty()) {
     std::cout << "usage: condsim bench spmv|vector|solver|fem|rod|detect|modes|batch|scale [--backend cpu|cuda|all] [--min-rows 1e4]\n"
@@ -447,11 +374,12 @@ int RunBench(const std::vector<std::string>& argv) {
                  "solve and iteration times, one SpMV and the iteration in SpMVs (one cpu thread: iteration and SpMV\n"
                  "in thread CPU time); on the cpu each also with the\n"
                  "separate kernels instead of the fused passes (rows marked separate).\n"
-                 "batch: env-steps/s of scenes packed N = 1, 2, 4, ... --max-envs (1024) environments per World\n"
-                 "(--scenes a.json,b.json, default scenes/cable_winding.json,scenes/soft_mat_folding.json; seeds 0..N-1),\n"
-                 "--steps K (5) steps after a warm-up step, median of --reps (3 for batch), cost per env-step vs the\n"
-                 "mean of seeds 0..7 each alone;\n"
-                 "--json FILE writes the rows.\n"
+                 "batch: env-steps/s of scenes with N = 1, 2, 4, ... --max-envs (1024) environments (or --envs 1,4,16),\n"
+                 "packed in one World and as `condsim batch` groups them (--group G, 0: auto), each against the mean\n"
+                 "of seeds 0..7 alone (--scenes a.json,b.json, default scenes/cable_winding.json,scenes/soft_mat_folding.json;\n"
+                 "seeds 0..N-1), --steps K (5) steps after a warm-up step, median of --reps (3 for batch); one thread:\n"
+                 "thread CPU time; "
+"--json FILE writes the rows.\n"
                  "scale: whole steps of a scene at growing sizes, CSV + JSON + plots (see `condsim bench scale --help`).\n"
                  "rod: assembly + one COND solve, 1 cable x 1e4 segments and 4096 cables x 160 segments\n"
                  "(--max-cables N caps the batch).\n"
@@ -513,8 +441,23 @@ int RunBench(const std::vector<std::string>& argv) {
     std::stringstream list(args.Get("--scenes", "scenes/cable_winding.json,scenes/soft_mat_folding.json"));
     for (std::string item; std::getline(list, item, ',');)
       if (!item.empty()) scenes.push_back(item);
-    return BenchBatch(configs, scenes, Index(args.GetInt("--max-envs", 1024, 1, 1 << 20)), int(args.GetInt("--steps", 5, 1, 1000000)),
-                      args.Has("--reps") ? reps : 3, threads, args.Get("--json", ""));
+    // --envs 1,4,16 or N = 1, 2, 4, ... --max-envs
+    std::vector<Index> envs;
+    if (args.Has("--envs")) {
+      std::stringstream counts(args.Get("--envs", ""));
+      for (std::string item; std::getline(counts, item, ',');) {
+        const long long v = std::strtoll(item.c_str(), nullptr, 10);
+        if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos || v < 1 || v > (1 << 20))
+          throw Error("option --envs: '" + item + "' is not an environment count in [1, 1048576]");
+        envs.push_back(Index(v));
+      }
+    } else {
+      const Index max_envs = Index(args.GetInt("--max-envs", 1024, 1, 1 << 20));
+      for (Index n = 1; n <= max_envs; n *= 2) envs.push_back(n);
+    }
+    return BenchBatch(configs, scenes, envs, Index(args.GetInt("--group", 0, 0, 1 << 20)), int(args.GetInt("--steps", 5, 1, 1000000)),
+                      args.Has("--reps") ? reps : 3, threads,
+                      args.Get("--json", ""));
   }
   if (what == "rod") return BenchRod(configs, reps, threads, Index(args.GetInt("--max-cables", 4096, 1, 1000000)));
   if (what == "fem") {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# usage: batch_cli_test.sh CONDSIM SOURCE_DIR WORKDIR CASE [ENVS]: the contract of `condsim batch`
+# usage: batch_cli_test.sh CONDSIM SOURCE_DIR WORKDIR CASE [ENVS [GROUP]]: the contract of `condsim batch`
 # (docs/batch.md). The reference of every case is bitwise equality (tests/batch_check.py: every
 # dataset's bytes) with an independent computation of the same episode:
 #   same      3 episodes of box_sliding (30 steps), ENVS at a time == `condsim run --seed <its seed>`
@@ -15,8 +15,13 @@
 #             scene: exit 1, a message naming the option (or file), nothing written; a folder of
 #             another batch (other seed): exit 1 naming its file
 #   loader    scripts/load_batch.py: --summary, and its arrays == the file's datasets
+#   group     6 episodes of box_sliding with --group 4, 1, auto and (2 threads) 2 in parallel ==
+#             the packed run (--envs 6 --group 6): every episode file and the manifest table
+# GROUP (same, failure, kill9, shards): --group GROUP, the ENVS of a wave as Worlds of at most GROUP
 # Exit 77 (skipped) without Debian's python3-h5py or without HDF5.
 condsim=$1; src=$2; work=$3; case=$4; envs=${5:-1}
+group=""
+[ -n "$6" ] && group="--group $6"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 "$py" -c "import h5py, numpy" 2>/dev/null || { echo "skipped: python3-h5py not installed"; exit 77; }
@@ -44,11 +49,11 @@ wait_for() {
 
 case $case in
 same)
-  "$condsim" batch "$box" --envs "$envs" --episodes 3 --steps 30 --backend cpu --threads 1 --quiet --out "$work/b" || fail "batch exit $?"
+  "$condsim" batch "$box" --envs "$envs" $group --episodes 3 --steps 30 --backend cpu --threads 1 --quiet --out "$work/b" || fail "batch exit $?"
   same_as_run "$work/b" "$box" "--steps 30"
   ;;
 failure)
-  "$condsim" batch "$src/tests/data/unstable_batch.json" --envs "$envs" --episodes 3 --backend cpu --threads 1 --quiet --out "$work/b" > "$work/out.txt" 2> "$work/err.txt"
+  "$condsim" batch "$src/tests/data/unstable_batch.json" --envs "$envs" $group --episodes 3 --backend cpu --threads 1 --quiet --out "$work/b" > "$work/out.txt" 2> "$work/err.txt"
   rc=$?
   cat "$work/out.txt" "$work/err.txt"
   [ $rc -eq 3 ] || fail "expected exit 3, got $rc"
@@ -71,7 +76,7 @@ PY
   same_as_run "$work/b" "$src/tests/data/unstable_batch.json" ""
   ;;
 kill9|sigint)
-  opts="--envs $envs --episodes 4 --steps 1500 --backend cpu --threads 1 --quiet"
+  opts="--envs $envs $group --episodes 4 --steps 1500 --backend cpu --threads 1 --quiet"
   "$condsim" batch "$box" $opts --out "$work/ref" > /dev/null || fail "reference batch"
   "$condsim" batch "$box" $opts --out "$work/b" > "$work/first.txt" 2>&1 &
   pid=$!
@@ -102,7 +107,7 @@ kill9|sigint)
   $check tables "$work/b/manifest.h5" "$work/ref/manifest.h5" || fail "manifest"
   ;;
 shards)
-  opts="--envs $envs --episodes 5 --steps 30 --backend cpu --threads 1 --quiet"
+  opts="--envs $envs $group --episodes 5 --steps 30 --backend cpu --threads 1 --quiet"
   "$condsim" batch "$box" $opts --out "$work/ref" > /dev/null || fail "reference batch"
   "$condsim" batch "$box" $opts --shard 0/2 --out "$work/s" > /dev/null || fail "shard 0/2"
   "$condsim" batch merge "$work/s" 2> "$work/err.txt" && fail "merge with shard 1 missing succeeded"
@@ -118,7 +123,7 @@ shards)
   ;;
 badopts)
   n=0
-  for args in "--envs 0" "--shard 2/2" "--steps 3 --duration 1" "--episodes 2 --episode 2" "SCENE=$work/nothing.json"; do
+  for args in "--envs 0" "--group -1" "--shard 2/2" "--steps 3 --duration 1" "--episodes 2 --episode 2" "SCENE=$work/nothing.json"; do
     n=$((n + 1))
     scene=$box
     case $args in SCENE=*) scene=${args#SCENE=}; args="";; esac
@@ -128,6 +133,7 @@ badopts)
     [ $rc -ne 0 ] || fail "exit 0 for '$args'"
     case $args in
       --envs*) echo "$err" | grep -q "option --envs: '0' is not an integer in \[1," || fail "message";;
+      --group*) echo "$err" | grep -q "option --group: '-1' is not an integer in \[0," || fail "message";;
       --shard*) echo "$err" | grep -q "option --shard: '2/2' is not k/K with 0 <= k < K" || fail "message";;
       --steps*) echo "$err" | grep -q "batch: give --steps or --duration, not both" || fail "message";;
       *--episode*) echo "$err" | grep -q "option --episode: '2' is not an integer in \[0, 1\]" || fail "message";;
@@ -165,6 +171,20 @@ ok = ok and np.array_equal(ep["stats"]["iterations"], f["stats/iterations"][()])
 print("frames", len(ep["time"]), "contacts per frame", [len(c["bodies"]) for c in ep["contacts"]][:5], "ok" if ok else "DIFFERENT")
 sys.exit(0 if ok else 1)
 PY
+  ;;
+group)
+  # the reference: the packed run, one World of the 6 environments
+  opts="--envs 6 --episodes 6 --steps 30 --backend cpu --quiet"
+  "$condsim" batch "$box" $opts --threads 1 --group 6 --out "$work/ref" > /dev/null || fail "packed batch"
+  for g in "4 1" "1 1" "0 1" "2 2"; do
+    set -- $g
+    "$condsim" batch "$box" $opts --group "$1" --threads "$2" --out "$work/g$1" > /dev/null || fail "batch --group $1 exit $?"
+    for i in 0 1 2 3 4 5; do
+      e=$(printf 'episode_%06d.h5' $i)
+      $check same "$work/g$1/episodes/$e" "$work/ref/episodes/$e" || fail "episode $i with --group $1 --threads $2 differs from the packed run"
+    done
+    $check tables "$work/g$1/manifest.h5" "$work/ref/manifest.h5" || fail "manifest with --group $1"
+  done
   ;;
 *) fail "unknown case $case" ;;
 esac
