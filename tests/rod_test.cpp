@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <Eigen/Dense>
 #include <Eigen/SparseCholesky>
 
@@ -261,6 +263,12 @@ TEST(RodJoints, GeometricStiffnessIsAnSpdDiagonalThatVanishesAtRest) {
   EXPECT_LT((d - Eigen::MatrixXd(d.diagonal().asDiagonal())).norm(), 1e-9 * d.norm());
   EXPECT_GE(d.diagonal().minCoeff(), 0.0);
   EXPECT_GT(d.diagonal().maxCoeff(), 0.0);
+  // geometric_stiffness_scale multiplies that diagonal (0.2 of it, to the extraction's 1e-9)
+  RodMaterial scaled = Cable();
+  scaled.geometric_stiffness_scale = 0.2;
+  RodFixture c(g, scaled, true);
+  Perturb(*c.rod, x0, q0, dq);
+  EXPECT_LT((JointStiffness(c) - JointStiffness(b) - 0.2 * d).norm(), 1e-9 * d.norm());
 }
 
 TEST(RodBatch, CablesInOneModelMatchSeparateModels) {
@@ -301,6 +309,11 @@ TEST(RodModelInput, RejectsBadParameters) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
   RodMaterial m = Cable();
   m.radius = 0;
+  EXPECT_THROW(RodModel(backend.get(), MakeStraightRod(Vec3(0, 0, 0), Vec3(1, 0, 0), 1, 4), m), Error);
+  m = Cable();
+  m.geometric_stiffness_scale = 0;
+  EXPECT_THROW(RodModel(backend.get(), MakeStraightRod(Vec3(0, 0, 0), Vec3(1, 0, 0), 1, 4), m), Error);
+  m.geometric_stiffness_scale = std::nan("");
   EXPECT_THROW(RodModel(backend.get(), MakeStraightRod(Vec3(0, 0, 0), Vec3(1, 0, 0), 1, 4), m), Error);
   EXPECT_THROW(MakeStraightRod(Vec3(0, 0, 0), Vec3(0, 0, 0), 1, 4), Error);
   EXPECT_THROW(MakePolylineRod({Vec3(0, 0, 0), Vec3(0, 0, 0)}, 4), Error);

@@ -28,6 +28,8 @@ void RodMaterial::Validate(const std::string& where) const {
   CONDSIM_CHECK(std::isfinite(density) && density > 0, where << ": rod density must be > 0 [kg/m^3], got " << density);
   CONDSIM_CHECK(std::isfinite(rayleigh_alpha) && rayleigh_alpha >= 0, where << ": rod rayleigh_alpha must be >= 0");
   CONDSIM_CHECK(std::isfinite(rayleigh_beta) && rayleigh_beta >= 0, where << ": rod rayleigh_beta must be >= 0");
+  CONDSIM_CHECK(std::isfinite(geometric_stiffness_scale) && geometric_stiffness_scale > 0,
+                where << ": rod geometric_stiffness_scale must be > 0, got " << geometric_stiffness_scale);
 }
 
 RodGeometry MakeStraightRod(const Vec3& start, const Vec3& direction, double length, Index segments) {
@@ -260,7 +262,7 @@ void RodModel::ComputeJoints(const Scalar* x, const Scalar* q, Scalar half_dt, b
                                     with_energy ? energy_.data() : nullptr});
   if (material_.geometric_stiffness && !with_energy) {
     kernels_->Run(12 * joints_, RodGeoColumnOp{in, rest_.data(), k_.data(), geo_.data()});
-    kernels_->Run(joints_, RodGeoDiagOp{pose_.data(), geo_.data(), jkj_.data()});
+    kernels_->Run(joints_, RodGeoDiagOp{pose_.data(), geo_.data(), Scalar(material_.geometric_stiffness_scale), jkj_.data()});
   }
 }
 

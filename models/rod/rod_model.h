@@ -28,6 +28,10 @@ struct RodMaterial {
   // derivatives of the joint errors) on the segments' rotation DOFs, which keeps large
   // deformations passive at t = 10 ms without damping translation
   bool geometric_stiffness = true;
+  // factor on that diagonal: its row sums add the joint forces times a 1 m lever, a rotational
+  // damping (t / 2) E that slows bending at t = 10 ms; 0.2 drapes a cable faster (docs/rod.md) and
+  // still keeps the stiff cable passive, 0.01 let a draped cable diverge
+  double geometric_stiffness_scale = 1;
   void Validate(const std::string& where) const;
   double Shear() const { return young / (2 * (1 + poisson)); }
 };

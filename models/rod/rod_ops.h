@@ -238,14 +238,15 @@ struct RodGeoColumnOp {
   }
 };
 
-// adds the diagonal of absolute row sums of the symmetrized geometric term (RodGeoColumnOp) to
-// J^T K J (SPD, eq. 8-9's E), per joint. Rotation rows only: on a segment centre's translation a
+// adds the diagonal of absolute row sums of the symmetrized geometric term (RodGeoColumnOp), times
+// `scale`, to J^T K J (SPD, eq. 8-9's E), per joint. Rotation rows only: on a segment centre's translation a
 // diagonal damps absolute velocity (a falling cable fell 2 % short of g t^2 / 2 in 0.2 s and lost
 // linear momentum in impacts), while the rotation rows alone keep the stiff cable passive
 struct RodGeoDiagOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   const Index* pose;
   const Scalar* geo;  // 144 per joint
+  Scalar scale;       // RodMaterial::geometric_stiffness_scale
   Scalar* jkj;        // 144 per joint
   CONDSIM_HD_INLINE void operator()(Index jt) const {
     const int first = pose[jt] >= 0 ? 6 : 0;
@@ -255,7 +256,7 @@ struct RodGeoDiagOp {
       if ((a / 3) % 2 == 0) continue;
       Scalar sum = 0;
       for (int c = first; c < 12; ++c) sum += std::fabs(Scalar(0.5) * (g[12 * a + c] + g[12 * c + a]));
-      out[12 * a + a] += sum;
+      out[12 * a + a] += scale * sum;
     }
   }
 };
