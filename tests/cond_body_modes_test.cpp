@@ -377,7 +377,9 @@ TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
               << " B\n";
     EXPECT_EQ(on.download_bytes, off.download_bytes) << "solve " << solves;
     // the first solve uploads the patch structure (node-sized, 16928 B here)
-    if (solves == 2) EXPECT_EQ(on.upload_bytes, off.upload_bytes) << "solve " << solves;
+    if (solves == 2) {
+      EXPECT_EQ(on.upload_bytes, off.upload_bytes) << "solve " << solves;
+    }
   }
 }
 

@@ -225,7 +225,7 @@ TEST(ResidentStep, BatchUploadsNothingPerIteration) {
 }
 
 // the world's own stages (assembly, v-hat's checks, health, integration, the inelastic stage:
-// World::Step's traffic minus detection/nodalization, the system's new pattern and the COND
+// World::Step's traffic minus detection/nodalization, the body modes, the system's new pattern and the COND
 // solver's, StepStats) move a bounded number of bytes per step, no DOF-sized array: at most 4 KB
 // each way per step plus 192 B per contact (the impulses read back, 24 B; the inelastic stage's
 // touched nodes, 48 B down and 40 B up each, up to 3 per contact side). Reference: that bound (a
@@ -246,7 +246,7 @@ TEST(ResidentStep, WorldStagesTransferNoDofSizedArrays) {
       const BackendCounters before = be->counters();
       const StepStats st = sw.world->Step();
       if (k == 0) continue;
-      const BackendCounters own = (be->counters() - before) - st.detect_counters - st.pattern_counters - st.solver_counters;
+      const BackendCounters own = (be->counters() - before) - st.detect_counters - st.modes_counters - st.pattern_counters - st.solver_counters;
       const std::int64_t bound = 4096 + 192 * std::int64_t(st.contacts);
       within = within && own.upload_bytes <= bound && own.download_bytes <= bound;
       max_up = std::max(max_up, own.upload_bytes);

@@ -41,6 +41,23 @@ struct CondChebyshevResetOp {
   }
 };
 
+// per environment before iteration l when the coarse space changed (truncated modes,
+// CondBodyModes::Refresh): a running semi-iteration starts afresh at l + l_s, iteration l is
+// plain (nu = 1); not counted as a restart (the safeguard's restarts are failures)
+struct CondChebyshevRestartOp {
+  int l;                // the iteration about to run
+  int chebyshev_start;  // l_s
+  CondChebyshevEnv* env;
+  Scalar* nu_env;       // iteration l's nu per environment
+  CONDSIM_HD_INLINE void operator()(Index e) const {
+    CondChebyshevEnv& s = env[e];
+    if (s.cheb_start > l) return;
+    s.cheb_start = l + chebyshev_start;
+    s.nu = 1;
+    nu_env[e] = 1;
+  }
+};
+
 // the first of the ascending chunk starts chunk_begin[0 .. chunks) at or after DOF k (lower bound)
 CONDSIM_HD_INLINE Index FirstChunkAt(const Index* chunk_begin, Index chunks, Index k) {
   Index lo = 0, hi = chunks;

@@ -19,7 +19,7 @@ class CondKernels
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeSolveOp, BodyModeApplyOp, CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
-                       CondChebyshevResetOp, CondChebyshevStepOp> {
+                       CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -60,6 +60,7 @@ class CondKernels
   void ChebyshevThetaCommit(Index chunks, const CondChebyshevThetaCommitOp& op) { Run(chunks, op); }
   void Restore(Index n, const CondRestoreOp& op) { Run(n, op); }
   void ChebyshevReset(Index envs, const CondChebyshevResetOp& op) { Run(envs, op); }
+  void ChebyshevRestart(Index envs, const CondChebyshevRestartOp& op) { Run(envs, op); }
   void ChebyshevStep(Index envs, const CondChebyshevStepOp& op) { Run(envs, op); }
   void ChainFactor(Index chains, const ChainFactorOp& op) { Run(chains, op); }
   void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }

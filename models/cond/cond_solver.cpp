@@ -547,8 +547,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     // (a new coarse space changes the iteration: the Chebyshev semi-iteration starts afresh,
     // without counting as a failed one)
     if (params_.truncated_modes && modes_.active() && modes_.Refresh(l, *v) && params_.chebyshev)
-      for (Index e = 0; e < ne; ++e)
-        if (loop.cheb_start[e] <= l) loop.cheb_start[e] = l + params_.chebyshev_start;
+      kernels_->ChebyshevRestart(ne, CondChebyshevRestartOp{l, params_.chebyshev_start, env_chebyshev_.data(), env_nu_.data()});
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
     const bool u_ready = Residual(l, a, b, *v);
     // the momentum check of the environments whose theta passed in the last iteration

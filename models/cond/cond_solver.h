@@ -74,7 +74,7 @@ struct CondParams {
                                    // re-chosen every few iterations, with a feasibility-limited
                                    // step (docs/solver.md "Truncated modes")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
-  int body_mode_refresh = 5;       // body modes: invert the coarse matrices Z^T A Z every k solves
+  int body_mode_refresh = 1;       // body modes: invert the coarse matrices Z^T A Z every k solves
                                    // (>= 1) and when the patches change; in between the older
                                    // inverse (same fixed point, docs/solver.md "Patches")
   int rigid_sweeps = 32;           // Gauss-Seidel passes over each rigid group's own contacts per

@@ -417,7 +417,7 @@ StepStats World::Step() {
   const BackendCounters c_nodes = w_.backend->counters();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
   const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.DownloadFemX(w_));
-  stats.detect_counters = stats.detect_counters + (w_.backend->counters() - c_nodes);
+  stats.modes_counters = w_.backend->counters() - c_nodes;
   VhatSummary vhat;
   std::vector<EnvFailure> failures;
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);

@@ -75,13 +75,12 @@ struct StepStats {
   std::vector<BodyMomentum> bodies;
   std::vector<EnvStepStats> envs;  // per environment
   // the backend traffic of the stages other than the world's own (docs/architecture.md
-  // "Device-resident step"): detection, nodalization, rigid groups and body modes
-  // (detect_counters), the global system's new pattern and eq. 15 term lists when the virtual
-  // nodes change (pattern_counters), and the COND solver's setup and loop (solver_counters, loop
-  // included)
-  BackendCounters detect_counters, pattern_counters, solver_counters;
+  // "Device-resident step"): detection and nodalization (detect_counters), the rigid groups and
+  // body modes (modes_counters), the global system's new pattern and eq. 15 term lists when the
+  // virtual nodes change (pattern_counters), and the COND solver's setup and loop
+  // (solver_counters, loop included)
+  BackendCounters detect_counters, modes_counters, pattern_counters, solver_counters;
   double detect_seconds = 0;     // detection and nodalization
-  BackendCounters detect_counters;  // what detection and nodalization asked of the backend
   double inelastic_seconds = 0;  // the inelastic stage
   double assemble_seconds = 0;   // eq. 9 assembly of A and b (the bodies' dynamics)
   double solve_seconds = 0;      // rigid groups, body modes and the COND solve (setup + iterations)
