@@ -335,10 +335,12 @@ SceneTrajectory ParseTrajectory(const Value& v, const std::string& dir) {
 }
 
 RodMaterial ParseRodMaterial(const Value& m) {
-  m.Object({"radius", "young", "poisson", "density", "rayleigh_alpha", "rayleigh_beta", "geometric_stiffness"});
+  m.Object({"radius", "young", "poisson", "density", "rayleigh_alpha", "rayleigh_beta", "geometric_stiffness",
+            "geometric_stiffness_scale"});
   RodMaterial r;
   r.radius = m.Number("radius", r.radius, 0, kInf, true);
   ParseElastic(m, &r);
+  r.geometric_stiffness_scale = m.Number("geometric_stiffness_scale", r.geometric_stiffness_scale, 0, kInf, true);
   return r;
 }
 

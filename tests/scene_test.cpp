@@ -349,6 +349,16 @@ TEST(Scene, RandomizationDrawsFromTheRanges) {
 }
 
 TEST(Scene, BadInputNamesFileAndPath) {
+  // the rod material's E factor: parsed, and (0, inf] enforced with the field's path
+  EXPECT_NE(ParseError(R"({"rods": [{"points": [[0, 0, 0], [1, 0, 0]], "segments": 4, "material": {"geometric_stiffness_scale": 0}}]})")
+                .find("/rods/0/material/geometric_stiffness_scale: 0 is outside (0, inf]"),
+            std::string::npos)
+      << ParseError(R"({"rods": [{"points": [[0, 0, 0], [1, 0, 0]], "segments": 4, "material": {"geometric_stiffness_scale": 0}}]})");
+  EXPECT_EQ(ParseScene(R"({"rods": [{"points": [[0, 0, 0], [1, 0, 0]], "segments": 4, "material": {"geometric_stiffness_scale": 0.25}}]})",
+                       "t.json", "")
+                .rods.at(0)
+                .material.geometric_stiffness_scale,
+            0.25);
   // syntax: line and column
   EXPECT_NE(ParseError("{\n  \"name\": \"x\"\n  \"duration\": 1\n}").find("t.json:3:12: invalid JSON"), std::string::npos)
       << ParseError("{\n  \"name\": \"x\"\n  \"duration\": 1\n}");
