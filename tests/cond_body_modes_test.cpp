@@ -383,6 +383,35 @@ TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
   }
 }
 
+// a second solve whose patches keep their nodes but get new arms (as the World's every step: arms
+// from the current positions) uploads the arms alone on top of what a solve without body modes
+// uploads: 8 B x 3 per listed node (reference: that count, exact; before, the whole patch record
+// went up again whenever an arm changed: 16928 B here)
+TEST(CondBodyModes, NewArmsUploadOnlyTheArms) {
+  PlateSystem sys;
+  const BodyModes modes = PatchModes(sys.mesh, 24);
+  BodyModes moved = modes;
+  for (Scalar& a : moved.arm) a += Scalar(1e-3);
+  CondParams p;
+  p.max_iterations = 5;
+  auto second = [&](bool with_modes) {
+    CondSolver solver(sys.backend.get(), p);
+    if (with_modes) solver.SetBodyModes(modes);
+    solver.SetContacts(ContactSet());
+    Array<Scalar> v(sys.backend.get(), std::vector<Scalar>(sys.mesh.x.size(), 0));
+    solver.Solve(*sys.a, sys.b, &v);
+    if (with_modes) solver.SetBodyModes(moved);
+    solver.SetContacts(ContactSet());
+    v.Assign(sys.backend.get(), std::vector<Scalar>(sys.mesh.x.size(), 0));
+    const BackendCounters before = sys.backend->counters();
+    const CondStats st = solver.Solve(*sys.a, sys.b, &v);
+    return sys.backend->counters() - before - st.loop_counters;
+  };
+  const BackendCounters on = second(true), off = second(false);
+  EXPECT_EQ(on.upload_bytes - off.upload_bytes, std::int64_t(sizeof(Scalar) * modes.arm.size()));
+  EXPECT_EQ(on.download_bytes, off.download_bytes);
+}
+
 TEST(CondBodyModes, CudaMatchesCpu) {
   CONDSIM_REQUIRE_CUDA_OR_SKIP();
   CondParams p;

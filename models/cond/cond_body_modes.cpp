@@ -280,15 +280,21 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   used.c_off[std::size_t(bodies)] = slot_off_.back();
   const bool any = std::find(refresh_body.begin(), refresh_body.end(), 1) != refresh_body.end();
   const bool all = std::find(refresh_body.begin(), refresh_body.end(), 0) == refresh_body.end();
-  // the structure is uploaded only when it changed (halo and gates follow the contacts)
+  // the structure is uploaded only when it changed (halo and gates follow the contacts); the
+  // arms alone when only they changed (the World takes them from the current positions)
   bool same_structure = true;
-#define CONDSIM_BODY_MODE_SAME(T, name) same_structure = same_structure && used.name == uploaded_.name;
+#define CONDSIM_BODY_MODE_SAME(T, name) \
+  same_structure = same_structure && (&used.name == static_cast<const void*>(&used.arm) || used.name == uploaded_.name);
   CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_SAME)
 #undef CONDSIM_BODY_MODE_SAME
+  same_structure = same_structure && used.arm.size() == uploaded_.arm.size();
   Backend* b = ctx_->backend;
   if (!same_structure) {
     arrays_.Upload(b, used);
     uploaded_ = used;
+  } else if (used.arm != uploaded_.arm) {
+    b->CopyFromHost(arrays_.arm.data(), used.arm.data(), sizeof(Scalar) * used.arm.size());
+    uploaded_.arm = used.arm;
   }
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
   g_.Resize(b, 6 * num_patches_);
