@@ -32,9 +32,10 @@ void ParseWorld(const Value& v, WorldParams* w) {
 void ParseSolver(const Value& v, CondParams* c) {
   v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
             "w_reuse_solves", "w_safeguard", "body_modes", "body_mode_patches", "body_mode_refresh", "rigid_sweeps", "stop_rule",
-            "momentum_factor", "free_body_modes", "truncated_modes"});
+            "momentum_factor", "free_body_modes", "truncated_modes", "check_every"});
   c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
   if (v.Has("max_iterations")) c->max_iterations = int(v.At("max_iterations").Integer(1, 100000000));
+  if (v.Has("check_every")) c->check_every = int(v.At("check_every").Integer(1, 100000000));
   if (v.Has("projection")) c->projection = Checked(v.At("projection"), [&] { return ParseProjection(v.At("projection").String()); });
   if (v.Has("step_size")) c->step_size = Checked(v.At("step_size"), [&] { return ParseStepSize(v.At("step_size").String()); });
   c->chebyshev = v.Bool("chebyshev", c->chebyshev);

@@ -2,7 +2,8 @@
 # The GPU work of a session in one device call, after `bash .devdeps/gpu-check.sh` has built the
 # project (../shared/device/README.md): every shipped scene on cuda and on cpu with their
 # summary.json side by side, a bitwise repeat on cuda (same scene, same backend, same seed), a
-# batch of three episodes against each run alone, and optionally the benchmarks. Everything lands in $OUT (the device tool brings it back); copy the
+# batch of three episodes against each run alone, and optionally the benchmarks (with the
+# convergence-check period k = 1, 2, 4, 8 on cuda: scripts/check-every.sh). Everything lands in $OUT (the device tool brings it back); copy the
 # numbers into docs/performance.md (with device, date and commit) and docs/scenarios.md (current numbers).
 #
 # usage: bash scripts/gpu-session.sh [--bench] [BUILD_DIR]   (default /tmp/condsim-gpu-build)
@@ -89,6 +90,9 @@ else
 fi
 
 if [ $bench -eq 1 ]; then
+  # the convergence-check period on the GPU (docs/solver.md "Convergence checks"): k = 1, 2, 4, 8
+  timeout 480 bash scripts/check-every.sh "$bin" cuda 30 > "$out/check-every.txt" 2>&1
+  echo "check-every rc=$?"
   # the batch benchmark: env-steps/s up to 4096 cables per World (design target on CUDA: >= 1e5 at N = 4096)
   timeout 480 "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
     --json "$out/bench-batch.json" > "$out/bench-batch.txt" 2>&1

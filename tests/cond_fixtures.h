@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "condsim/backend.h"
+#include "condsim/batch.h"
 #include "models/cond/cond_solver.h"
 #include "fixtures/mass_spring.h"
 #include "test_util.h"
@@ -155,6 +156,34 @@ inline Eigen::MatrixXd DenseJc(const ContactSet& c, Index nodes) {
       }
   }
   return j;
+}
+
+// random problems packed block-diagonally in one system (PackBlockDiagonal): environment e's
+// nodes after the earlier environments' ones, its contacts shifted with them
+struct PackedProblems {
+  PackedBatch packed;
+  std::vector<Scalar> b;
+  std::vector<Index> node_env;
+  ContactSet contacts;
+};
+
+inline PackedProblems PackProblems(const std::vector<RandomProblem>& envs) {
+  PackedProblems out;
+  std::vector<BlockMatrix> mats;
+  Index first = 0;
+  for (std::size_t e = 0; e < envs.size(); ++e) {
+    mats.push_back(envs[e].a);
+    out.b.insert(out.b.end(), envs[e].b.begin(), envs[e].b.end());
+    const Index nodes = static_cast<Index>(envs[e].b.size() / 3);
+    for (Index k = 0; k < nodes; ++k) out.node_env.push_back(Index(e));
+    const ContactSet& c = envs[e].contacts;
+    for (Index m = 0; m < c.size(); ++m)
+      out.contacts.Add(c.node_i[m] + first, c.node_j[m] < 0 ? -1 : c.node_j[m] + first, c.Frame(m), c.phi[m], c.mu1[m], c.mu2[m],
+                       Index(e));
+    first += nodes;
+  }
+  out.packed = PackBlockDiagonal(mats);
+  return out;
 }
 
 // projected Gauss-Seidel with the strict operator on the Delassus operator: its fixed points

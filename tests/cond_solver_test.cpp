@@ -385,20 +385,8 @@ TEST(CondBatch, EnvironmentsStopOnTheirOwnAndOneFailureIsContained) {
   for (int e = 0; e < 4; ++e) envs.push_back(MakeRandomProblem(rng, 12, 3, 1, 0.3));
   // environment 2 is poisoned with a NaN in b
   envs[2].b[5] = std::nan("");
-  std::vector<BlockMatrix> mats;
-  std::vector<Scalar> b;
-  std::vector<Index> node_env;
-  ContactSet all;
-  for (int e = 0; e < 4; ++e) {
-    mats.push_back(envs[e].a);
-    b.insert(b.end(), envs[e].b.begin(), envs[e].b.end());
-    for (int k = 0; k < 12; ++k) node_env.push_back(e);
-    const ContactSet& c = envs[e].contacts;
-    for (Index m = 0; m < c.size(); ++m)
-      all.Add(c.node_i[m] + 12 * e, c.node_j[m] < 0 ? -1 : c.node_j[m] + 12 * e, c.Frame(m), c.phi[m], c.mu1[m], c.mu2[m], e);
-  }
-  const PackedBatch packed = PackBlockDiagonal(mats);
-  const Result batch = Solve(packed.matrix, b, all, Tight(1e-11), {}, node_env);
+  const test::PackedProblems all = test::PackProblems(envs);
+  const Result batch = Solve(all.packed.matrix, all.b, all.contacts, Tight(1e-11), {}, all.node_env);
   EXPECT_EQ(batch.stats.failed_envs, std::vector<int>{2});
   EXPECT_FALSE(batch.stats.converged);
   for (int e : {0, 1, 3}) {

@@ -505,6 +505,66 @@ TEST(FemBoundary, DrivenNodesFollowTheirTrajectoryAndBadInputIsRejected) {
   }
 }
 
+// a handle carried on the backend (CarryPrescribed) against the host's formula through
+// SetPrescribedVelocities: v = (p + R (X - o) - x) / t per prescribed node, so the assembled A and
+// b are identical (tolerance 0: the same operations in the same order); a handle node lands on
+// p + R (X - o) after the step (1e-12 m, the solve's tolerance); bad input is an error
+TEST(FemBoundary, CarriedHandleMatchesTheHostFormula) {
+  const TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.1, 0.04, 0.02), 5, 2, 1);
+  FemMaterial mat;
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  FemModel host(backend.get(), mesh, mat, "host"), carried(backend.get(), mesh, mat, "carried");
+  std::vector<Index> handle;
+  std::vector<Scalar> reference;
+  for (Index i = 0; i < mesh.num_nodes(); ++i)
+    if (mesh.Node(i)[0] > 0.08 - 1e-12) {
+      handle.push_back(i);
+      for (int c = 0; c < 3; ++c) reference.push_back(mesh.Node(i)[c]);
+    }
+  host.SetPrescribedNodes(handle);
+  carried.SetPrescribedNodes(handle);
+  EXPECT_THROW(carried.CarryPrescribed(Array<Scalar>(backend.get(), mesh.x), Mat3::Identity(), Vec3(), Vec3(), 0.01), Error);
+  EXPECT_THROW(carried.SetPrescribedReference({1, 2, 3}), Error);
+  carried.SetPrescribedReference(reference);
+  // the positions moved off the mesh; the handle turned about z and lifted
+  std::vector<Scalar> xh = mesh.x;
+  for (std::size_t k = 0; k < xh.size(); ++k) xh[k] += Scalar(1e-3) * std::sin(Scalar(k));
+  const Scalar dt = 0.01, ang = 0.3;
+  const Mat3 r(std::cos(ang), -std::sin(ang), 0, std::sin(ang), std::cos(ang), 0, 0, 0, 1);
+  const Vec3 p(0.02, -0.01, 0.03), origin(0.09, 0.02, 0.01);
+  std::vector<Scalar> pv;
+  for (std::size_t q = 0; q < handle.size(); ++q) {
+    const Vec3 target = p + r * (LoadVec3(reference.data(), Index(q)) - origin);
+    const Vec3 u = (1 / dt) * (target - LoadVec3(xh.data(), handle[q]));
+    pv.insert(pv.end(), {u[0], u[1], u[2]});
+  }
+  host.SetPrescribedVelocities(pv);
+  Array<Scalar> x(backend.get(), xh), v(backend.get(), std::vector<Scalar>(xh.size(), 0));
+  EXPECT_THROW(carried.CarryPrescribed(x, r, p, origin, 0), Error);
+  carried.CarryPrescribed(x, r, p, origin, dt);
+  auto a_host = backend->CreateMatrix(host.pattern());
+  auto a_carried = backend->CreateMatrix(carried.pattern());
+  Array<Scalar> b_host(backend.get(), Index(xh.size())), b_carried(backend.get(), Index(xh.size()));
+  host.Assemble(x, v, dt, Vec3(0, 0, -9.81), nullptr, a_host.get(), &b_host);
+  carried.Assemble(x, v, dt, Vec3(0, 0, -9.81), nullptr, a_carried.get(), &b_carried);
+  EXPECT_EQ(b_carried.ToHost(), b_host.ToHost());
+  EXPECT_EQ(a_carried->values().ToHost(), a_host->values().ToHost());
+  // one step: the handle nodes land on their carried positions
+  CondParams params;
+  params.theta_threshold = 1e-13;
+  params.max_iterations = 100000;
+  CondSolver solver(backend.get(), params);
+  Array<Scalar> vhat(backend.get(), Index(xh.size()));
+  backend->Fill(0, &vhat);
+  ASSERT_TRUE(solver.Solve(*a_carried, b_carried, &vhat).converged);
+  backend->Axpby(dt, vhat, 1, &x);
+  const std::vector<Scalar> xn = x.ToHost();
+  for (std::size_t q = 0; q < handle.size(); ++q) {
+    const Vec3 target = p + r * (LoadVec3(reference.data(), Index(q)) - origin);
+    for (int c = 0; c < 3; ++c) EXPECT_NEAR(xn[3 * std::size_t(handle[q]) + c], target[c], 1e-12);
+  }
+}
+
 }  // namespace
 }  // namespace condsim
 

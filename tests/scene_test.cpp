@@ -380,6 +380,9 @@ TEST(Scene, BadInputNamesFileAndPath) {
   EXPECT_NE(ParseError(R"({"solver": {"body_mode_refresh": 0}})").find("/solver/body_mode_refresh: 0 is outside [1, 1000000]"),
             std::string::npos)
       << ParseError(R"({"solver": {"body_mode_refresh": 0}})");
+  EXPECT_NE(ParseError(R"({"solver": {"check_every": 0}})").find("/solver/check_every: 0 is outside [1, 100000000]"),
+            std::string::npos)
+      << ParseError(R"({"solver": {"check_every": 0}})");
   EXPECT_NE(ParseError(R"({"solver": {"stop_rule": "never"}})").find("/solver/stop_rule: unknown stop rule 'never' (valid: step, momentum)"),
             std::string::npos)
       << ParseError(R"({"solver": {"stop_rule": "never"}})");
@@ -388,7 +391,7 @@ TEST(Scene, BadInputNamesFileAndPath) {
       << ParseError(R"({"solver": {"momentum_factor": 0.5}})");
   {
     const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false, "body_mode_refresh": 3,
-                                              "truncated_modes": true},
+                                              "truncated_modes": true, "check_every": 4},
                                    "rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 1]}]})",
                                "t.json", "");
     EXPECT_EQ(s.world.cond.stop_rule, StopRule::kStep);
@@ -396,6 +399,7 @@ TEST(Scene, BadInputNamesFileAndPath) {
     EXPECT_FALSE(s.world.cond.free_body_modes);
     EXPECT_EQ(s.world.cond.body_mode_refresh, 3);
     EXPECT_TRUE(s.world.cond.truncated_modes);
+    EXPECT_EQ(s.world.cond.check_every, 4);
   }
   EXPECT_NE(ParseError(R"({"solver": {"truncated_modes": 1}})").find("/solver/truncated_modes:"), std::string::npos)
       << ParseError(R"({"solver": {"truncated_modes": 1}})");

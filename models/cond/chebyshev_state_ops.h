@@ -1,7 +1,7 @@
 // The per-environment state machine of the Chebyshev semi-iteration (paper Alg. 3, Sec. IV-D;
 // docs/solver.md "Chebyshev safeguard") on the backend: one item per environment, so the solver
-// loop uploads no nu; the host reads theta^2 and the restarts per environment (16 B) once per
-// convergence check. Double precision throughout, the operations in the order the host ran them
+// loop uploads no nu; the host reads theta^2, the restarts and the failure flag per environment
+// (24 B) once per convergence check (every CondParams::check_every iterations). Double precision throughout, the operations in the order the host ran them
 // before (bitwise the same nu, restarts and theta).
 #pragma once
 
@@ -22,6 +22,7 @@ struct CondChebyshevEnv {
   int plain;          // plain iterations after a restart (l_s, doubled at each restart)
   int cheb_start;     // the iteration its semi-iteration (re)starts at
   int restarts;       // restarts in this solve (CondStats::chebyshev_restarts)
+  int failed;         // theta was not finite at an iteration of this solve (it stopped there)
 };
 
 // per environment at the start of a solve: plain until l_s
@@ -38,6 +39,7 @@ struct CondChebyshevResetOp {
     s.plain = chebyshev_start;
     s.cheb_start = chebyshev_start;
     s.restarts = 0;
+    s.failed = 0;
   }
 };
 
@@ -77,8 +79,11 @@ CONDSIM_HD_INLINE Index FirstChunkAt(const Index* chunk_begin, Index chunks, Ind
 // theta_prev, 1) (eq. 39) and the safeguard (an accelerated residual that grew to
 // kRestartGrowth times the smallest of this semi-iteration, or found no new smallest in
 // 2 l_s iterations, restarts it after `plain` plain iterations, doubled at each restart); then
-// for every environment the nu of iteration l + 1 (Alg. 3 line 7, eq. 38) into nu_env; the
-// host's read: check[e] = theta^2, check[num_envs + e] = the restarts so far (exact integers)
+// for every environment the nu of iteration l + 1 (Alg. 3 line 7, eq. 38) into nu_env. A running
+// environment whose theta is not finite stops here (env_active[e] = 0: the commit skips it, or
+// CondRestoreOp undoes the fused commit, so it keeps its last finite iterate between the host's
+// checks). The host's read: check[e] = theta^2, check[num_envs + e] = the restarts so far,
+// check[2 num_envs + e] = 1 when it failed in this solve (exact integers)
 struct CondChebyshevStepOp {
   // a semi-iteration restarts when its residual grows to this multiple of its smallest
   static constexpr double kRestartGrowth = 10;
@@ -87,7 +92,7 @@ struct CondChebyshevStepOp {
   Index chunks;
   const Index* dof_offsets;   // each environment's DOF range, num_envs + 1 entries
   const Scalar* theta2;       // theta^2 per environment when chunk_sum is null
-  const unsigned char* env_active;
+  unsigned char* env_active;  // cleared where theta is not finite
   Index num_envs;
   int l;                      // the iteration that just ran
   bool chebyshev;             // CondParams::chebyshev
@@ -95,7 +100,7 @@ struct CondChebyshevStepOp {
   int max_iterations;         // l_max (bounds the plain stretch)
   CondChebyshevEnv* env;
   Scalar* nu_env;             // the next iteration's nu per environment (Chebyshev only)
-  Scalar* check;              // 2 num_envs: theta^2, then the restarts
+  Scalar* check;              // 3 num_envs: theta^2, the restarts, the failure flags
   CONDSIM_HD_INLINE void operator()(Index e) const {
     CondChebyshevEnv s = env[e];
     Scalar sum = 0;
@@ -126,6 +131,9 @@ struct CondChebyshevStepOp {
         }
       }
       s.theta_prev = theta;
+    } else if (env_active[e]) {
+      env_active[e] = 0;
+      s.failed = 1;
     }
     // nu of the next iteration, per environment from its own l_s
     const int next = l + 1;
@@ -140,6 +148,7 @@ struct CondChebyshevStepOp {
     env[e] = s;
     check[e] = sum;
     check[num_envs + e] = static_cast<Scalar>(s.restarts);
+    check[2 * num_envs + e] = static_cast<Scalar>(s.failed);
   }
 };
 

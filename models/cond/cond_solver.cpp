@@ -60,6 +60,7 @@ void CondParams::Validate() const {
   CONDSIM_CHECK(std::isfinite(momentum_factor) && momentum_factor >= 1,
                 "CondParams.momentum_factor must be a number >= 1, got " << momentum_factor);
   CONDSIM_CHECK(max_iterations >= 1, "CondParams.max_iterations must be >= 1, got " << max_iterations);
+  CONDSIM_CHECK(check_every >= 1, "CondParams.check_every must be >= 1 (iterations), got " << check_every);
   CONDSIM_CHECK(w_reuse_solves >= 1, "CondParams.w_reuse_solves must be >= 1, got " << w_reuse_solves);
   CONDSIM_CHECK(chebyshev_start >= 2, "CondParams.chebyshev_start must be >= 2, got " << chebyshev_start);
   CONDSIM_CHECK(chebyshev_relax > 0 && chebyshev_relax <= 1,
@@ -285,7 +286,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     env_nu_.Resize(b, ctx_.num_envs);
     env_theta2_.Resize(b, ctx_.num_envs);
     env_chebyshev_.Resize(b, ctx_.num_envs);
-    env_check_.Resize(b, 2 * ctx_.num_envs);
+    env_check_.Resize(b, 3 * ctx_.num_envs);
     ctx_.env_active.Resize(b, ctx_.num_envs);
     row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
@@ -381,7 +382,7 @@ struct CondSolver::Loop {
   std::vector<unsigned char> pending;  // theta passed; the momentum check at the next r decides
   bool any_pending = false;
   int running = 0;
-  std::vector<Scalar> check;  // theta^2 and the Chebyshev restarts per environment, as last read
+  std::vector<Scalar> check;  // theta^2, the Chebyshev restarts and the failure flags per environment, as last read
   explicit Loop(Index ne) : active(std::size_t(ne), 1), pending(std::size_t(ne), 0), running(ne) {}
 };
 
@@ -409,27 +410,34 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
     be.Axpby(-1, *v, 1, &diff_);
     ctx_.EnvDot(diff_, diff_, &env_theta2_);
   }
-  // per environment the Chebyshev state machine (rho, restarts, the next nu) on the backend; the
-  // host reads theta^2 and the restarts in one download
-  kernels_->ChebyshevStep(ctx_.num_envs, CondChebyshevStepOp{fused_ ? chunk_sum_.data() : nullptr, chunk_begin_.data(), Index(chunk_begin_host_.size()),
-                                                            ctx_.dof_offsets.array().data(),
-                                                            fused_ ? nullptr : env_theta2_.data(), ctx_.env_active.data(),
-                                                            ctx_.num_envs, l, params_.chebyshev, params_.chebyshev_start,
-                                                            params_.max_iterations, env_chebyshev_.data(), env_nu_.data(),
-                                                            env_check_.data()});
+  // per environment the Chebyshev state machine (rho, restarts, the next nu) on the backend; an
+  // environment whose theta is not finite stops there
+  const Index ne = ctx_.num_envs;
+  kernels_->ChebyshevStep(ne, CondChebyshevStepOp{fused_ ? chunk_sum_.data() : nullptr, chunk_begin_.data(), Index(chunk_begin_host_.size()),
+                                                  ctx_.dof_offsets.array().data(), fused_ ? nullptr : env_theta2_.data(),
+                                                  ctx_.env_active.data(), ne, l, params_.chebyshev, params_.chebyshev_start,
+                                                  params_.max_iterations, env_chebyshev_.data(), env_nu_.data(), env_check_.data()});
+  // between the host's checks the running environments iterate on (the commit skips the ones
+  // the state machine stopped)
+  const bool check = (l + 1) % params_.check_every == 0 || l + 1 >= params_.max_iterations;
+  if (!check) {
+    if (!fused_) kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
+    return;
+  }
+  // the check: theta^2, the restarts and the failure flags in one download
   loop->check = env_check_.ToHost();
   st->chebyshev_restarts = 0;
-  for (Index e = 0; e < ctx_.num_envs; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ctx_.num_envs + e)]);
+  for (Index e = 0; e < ne; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ne + e)]);
   std::vector<unsigned char> failed;
   bool changed = false;
   double worst = 0;
-  for (Index e = 0; e < ctx_.num_envs; ++e) {
+  for (Index e = 0; e < ne; ++e) {
     if (!loop->active[e]) continue;
     const double theta = std::sqrt(double(loop->check[std::size_t(e)]));
-    if (!std::isfinite(theta)) {
+    if (loop->check[std::size_t(2 * ne + e)] != 0 || !std::isfinite(theta)) {
       // divergence: this environment keeps its last finite iterate, the others go on
       st->failed_envs.push_back(e);
-      failed.resize(std::size_t(ctx_.num_envs), 0);
+      failed.resize(std::size_t(ne), 0);
       failed[e] = 1;
       loop->active[e] = 0;
       changed = true;
@@ -448,9 +456,10 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   }
   if (params_.record_history) st->history.push_back(worst);
   // environments below theta_th stop (Alg. 1 line 13); with the momentum check they first pass
-  // it at the next iteration's r
+  // it at the next iteration's r. When none runs on, the flags stay as they are (the next solve
+  // sets them)
   changed = false;
-  for (Index e = 0; e < ctx_.num_envs; ++e) {
+  for (Index e = 0; e < ne; ++e) {
     if (loop->active[e] && st->env_residual[e] < params_.theta_threshold) {
       if (momentum_check()) {
         loop->pending[e] = 1;
@@ -462,7 +471,7 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
       --loop->running;
     }
   }
-  if (changed) SetActive(loop->active);
+  if (changed && loop->running > 0) SetActive(loop->active);
 }
 
 void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
@@ -504,7 +513,7 @@ void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
     changed = true;
     --loop->running;
   }
-  if (changed) SetActive(loop->active);
+  if (changed && loop->running > 0) SetActive(loop->active);
 }
 
 CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v) {

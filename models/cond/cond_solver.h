@@ -59,11 +59,14 @@ struct CondParams {
   StopRule stop_rule = StopRule::kMomentum;
   double momentum_factor = 100;    // kMomentum: theta_p's tolerance in units of theta_th (>= 1)
   int max_iterations = 1000;       // l_max
+  int check_every = 1;             // k: the host reads theta (one small download) and decides which
+                                   // environments stop every k iterations and at l_max; between
+                                   // checks they iterate on (docs/solver.md "Convergence checks")
   bool chebyshev = true;           // Alg. 3
   int chebyshev_start = 10;        // l_s: plain iterations before acceleration starts (>= 2)
   double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
   double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
-  bool record_history = false;     // keep the residual of every iteration in CondStats
+  bool record_history = false;     // keep the residual of every check (iteration) in CondStats
   bool fused_passes = true;        // the CPU's fused vector passes (bitwise the separate kernels;
                                    // false: the separate kernels, for tests and profiles)
   bool body_modes = true;          // correct the motions of SetBodyModes patches exactly each
@@ -95,7 +98,8 @@ struct CondStats {
   std::vector<unsigned char> env_converged;  // per environment: it passed the stop rule (1 when left out)
   std::vector<int> failed_envs;       // environments whose iterate became NaN/Inf (left at
                                       // their last finite iterate; the others continue)
-  std::vector<double> history;        // max theta over running environments, per iteration
+  std::vector<double> history;        // max theta over running environments, per check (per
+                                      // iteration with check_every 1)
   Index num_contacts = 0;
   Index num_colors = 0;               // contact colors (1 when no node has two contacts)
   int chebyshev_restarts = 0;         // semi-iterations restarted after a residual increase
@@ -177,8 +181,9 @@ class CondSolver {
   // Chebyshev (Alg. 3 line 8) on u with the nu the last Converge computed on the backend
   void Accelerate(int l, const Array<Scalar>& v);
   // theta per environment (Alg. 1 line 12), the Chebyshev state machine (rho, restarts and the
-  // next nu, Alg. 3 line 7, on the backend: CondChebyshevStepOp), u accepted as v, and the
-  // environments that stop (line 13) or fail
+  // next nu, Alg. 3 line 7, on the backend: CondChebyshevStepOp), u accepted as v, and, at the
+  // host's checks (every check_every iterations and at l_max), the environments that stop
+  // (line 13) or failed
   void Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st);
   // the momentum check of the environments whose theta passed: theta_p from r = A v - b (computed
   // by the caller) and the current impulses; those within momentum_factor * theta_th stop
@@ -197,7 +202,7 @@ class CondSolver {
   bool contacts_dirty_ = true;
   // per DOF / per environment arrays of the loop
   Array<Scalar> v_prev_, diff_, env_nu_, env_theta2_;
-  Array<Scalar> env_check_;  // per environment theta^2, then the Chebyshev restarts (one read)
+  Array<Scalar> env_check_;  // per environment theta^2, the Chebyshev restarts, failed (one read)
   Array<CondChebyshevEnv> env_chebyshev_;  // per environment the Chebyshev state (chebyshev_state_ops.h)
   Array<unsigned char> row_active_;  // per node: its environment still iterates (num_envs > 1)
   // the fused passes (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp): on the CPU with

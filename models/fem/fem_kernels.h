@@ -7,6 +7,7 @@
 namespace condsim {
 
 class FemKernels : public KernelSet<FemElementOp, FemGeoDiagOp, FemNodeRhsOp, FemBlockOp, FemGeometricBlockOp, MidpointOp, NewtonRhsOp,
-                                    DirichletRowOp, AttachOp, LinkBlockOp, LinkRhsOp, RigidMomentTermsOp, RigidInertiaTermsOp, RigidPredictorOp> {};
+                                    DirichletRowOp, AttachOp, LinkBlockOp, LinkRhsOp, RigidMomentTermsOp, RigidInertiaTermsOp, RigidPredictorOp,
+                                    CarryPrescribedOp> {};
 
 }  // namespace condsim

@@ -161,6 +161,24 @@ void FemModel::SetPrescribedVelocities(const std::vector<Scalar>& v) {
   v_prescribed_.CopyFromHost(all);
 }
 
+void FemModel::SetPrescribedReference(const std::vector<Scalar>& reference) {
+  CONDSIM_CHECK(reference.size() == 3 * prescribed_nodes_.size(),
+                "fem: " << reference.size() << " reference coordinates for " << prescribed_nodes_.size() << " prescribed nodes (3 each)");
+  for (Scalar c : reference) CONDSIM_CHECK(std::isfinite(c), "fem: a prescribed node's reference position is not finite");
+  prescribed_index_.Assign(backend_, prescribed_nodes_);
+  prescribed_reference_.Assign(backend_, reference);
+}
+
+void FemModel::CarryPrescribed(const Array<Scalar>& x, const Mat3& r, const Vec3& p, const Vec3& origin, Scalar dt) {
+  const Index n = static_cast<Index>(prescribed_nodes_.size());
+  CONDSIM_CHECK(prescribed_reference_.size() == 3 * n && prescribed_index_.size() == n,
+                "fem: CarryPrescribed needs SetPrescribedReference after SetPrescribedNodes");
+  CONDSIM_CHECK(x.size() == 3 * num_nodes_, "fem: positions have " << x.size() << " entries, the mesh has " << num_nodes_ << " nodes");
+  CONDSIM_CHECK(std::isfinite(dt) && dt > 0, "fem: CarryPrescribed needs a step > 0 [s], got " << dt);
+  kernels_->Run(n, CarryPrescribedOp{prescribed_index_.data(), prescribed_reference_.data(), r, p, origin, Scalar(1) / dt, x.data(),
+                                     v_prescribed_.data()});
+}
+
 void FemModel::SetAttachments(const std::vector<Index>& nodes, const std::vector<Scalar>& stiffness) {
   CONDSIM_CHECK(nodes.size() == stiffness.size(), "fem: " << nodes.size() << " attached nodes but " << stiffness.size() << " stiffnesses");
   std::vector<Index> block(nodes.size());

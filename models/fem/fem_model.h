@@ -64,6 +64,12 @@ class FemModel {
   // per step: prescribed velocities (3 per prescribed node, in SetPrescribedNodes order) and
   // attachment targets p_k and mid-step target velocities (3 per attachment each)
   void SetPrescribedVelocities(const std::vector<Scalar>& v);
+  // or the prescribed nodes carried rigidly on the backend (a handle): SetPrescribedReference
+  // gives their reference positions X (3 per node, SetPrescribedNodes order) once; per step
+  // CarryPrescribed sets v = (p + R (X - o) - x) / t from the positions x, so that each reaches
+  // p + R (X - o) at the step's end
+  void SetPrescribedReference(const std::vector<Scalar>& reference);
+  void CarryPrescribed(const Array<Scalar>& x, const Mat3& r, const Vec3& p, const Vec3& origin, Scalar dt);
   void SetAttachmentTargets(const std::vector<Scalar>& p, const std::vector<Scalar>& v);
 
   // elastic forces at positions x (3 per node): f = -dE/dx [N]; returns the elastic energy [J]
@@ -100,6 +106,8 @@ class FemModel {
   Array<Scalar> bm_, volume_, mu_, lambda_, mass_, rotation_, force_, energy_, ones_, zero_v_, x_mid_, r_, geo_diag_;
   // boundary conditions
   std::vector<Index> prescribed_nodes_;
+  Array<Index> prescribed_index_;       // the prescribed nodes (CarryPrescribed)
+  Array<Scalar> prescribed_reference_;  // their reference positions, 3 each
   Array<unsigned char> prescribed_;
   Array<Scalar> v_prescribed_;
   Index num_attached_ = 0;

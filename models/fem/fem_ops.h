@@ -343,6 +343,23 @@ struct NewtonRhsOp {
   }
 };
 
+// prescribed nodes carried rigidly (a handle): prescribed node q reaches p + R (X_q - o) at the
+// step's end, so its mid-step velocity is (p + R (X_q - o) - x_q) / t (eq. 4: x += t v-hat)
+struct CarryPrescribedOp {
+  const Index* nodes;       // the prescribed nodes
+  const Scalar* reference;  // X_q, 3 per prescribed node [m]
+  Mat3 r;                   // R
+  Vec3 p, origin;           // p(t_{k+1}) and o [m]
+  Scalar inv_dt;            // 1 / t [1/s]
+  const Scalar* x;
+  Scalar* v_prescribed;     // 3 per node of the mesh
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = nodes[q];
+    const Vec3 target = p + r * (LoadVec3(reference, q) - origin);
+    StoreVec3(v_prescribed, i, inv_dt * (target - LoadVec3(x, i)));
+  }
+};
+
 // prescribed mid-step velocities (pinned nodes: 0; driven nodes: (p(t_{k+1}) - x_k) / t),
 // eliminated symmetrically so that A stays SPD: a prescribed block row becomes s I with
 // b = s v (s = mean diagonal of its diagonal block); a free row moves its blocks in prescribed

@@ -113,7 +113,17 @@ void AddScene(const Scene& scene, SceneWorld* sw) {
   for (const SceneFem& f : scene.fem) out.fem_ids.push_back(w.AddFem(f.mesh, f.material, f.name, f.mu, f.self_contact));
   for (std::size_t k = 0; k < scene.fem.size(); ++k) {
     const SceneFem& f = scene.fem[k];
-    if (!f.handle_nodes.empty()) w.fem_model(out.fem_ids[k]).SetPrescribedNodes(f.handle_nodes);
+    if (!f.handle_nodes.empty()) {
+      // the handle's nodes, carried from their mesh positions (ApplyControls)
+      FemModel& m = w.fem_model(out.fem_ids[k]);
+      m.SetPrescribedNodes(f.handle_nodes);
+      std::vector<Scalar> reference;
+      for (Index i : f.handle_nodes) {
+        const Vec3 x = f.mesh.Node(i);
+        reference.insert(reference.end(), {x[0], x[1], x[2]});
+      }
+      m.SetPrescribedReference(reference);
+    }
     if (Norm(f.velocity) > 0 || Norm(f.angular_velocity) > 0) w.SetFemVelocities(out.fem_ids[k], RigidVelocityField(f));
     const std::vector<Scalar> forces = FemForces(f, w.fem_model(out.fem_ids[k]).lumped_mass());
     if (!forces.empty()) w.SetFemForces(out.fem_ids[k], forces);
@@ -165,7 +175,8 @@ std::string ParamsDiffer(const WorldParams& a, const WorldParams& b) {
                      a.health.max_energy_growth != b.health.max_energy_growth},
       {"solver", x.projection != y.projection || x.step_size != y.step_size || x.w_reuse_solves != y.w_reuse_solves ||
                      x.w_safeguard != y.w_safeguard || x.theta_threshold != y.theta_threshold || x.stop_rule != y.stop_rule ||
-                     x.momentum_factor != y.momentum_factor || x.max_iterations != y.max_iterations || x.chebyshev != y.chebyshev ||
+                     x.momentum_factor != y.momentum_factor || x.max_iterations != y.max_iterations || x.check_every != y.check_every ||
+                     x.chebyshev != y.chebyshev ||
                      x.chebyshev_start != y.chebyshev_start || x.chebyshev_relax != y.chebyshev_relax || x.omega != y.omega ||
                      x.body_modes != y.body_modes || x.free_body_modes != y.free_body_modes || x.truncated_modes != y.truncated_modes ||
                      x.body_mode_refresh != y.body_mode_refresh ||
@@ -223,14 +234,7 @@ void ApplyControls(const Scene& scene, SceneWorld* sw) {
     Quat q;
     tr.Sample(w.time() + scene.world.dt, &p, &q, &v, &om);
     const Mat3 r = ToMatrix(q) * Transpose(ToMatrix(tr.q.front()));
-    const std::vector<Scalar> x = w.FemPositions(sw->fem_ids[k]);
-    std::vector<Scalar> vel;
-    for (Index i : f.handle_nodes) {
-      const Vec3 target = p + r * (f.mesh.Node(i) - tr.p.front());
-      const Vec3 u = (1 / scene.world.dt) * (target - LoadVec3(x.data(), i));
-      vel.insert(vel.end(), {u[0], u[1], u[2]});
-    }
-    w.fem_model(sw->fem_ids[k]).SetPrescribedVelocities(vel);
+    w.fem_model(sw->fem_ids[k]).CarryPrescribed(w.fem_positions(sw->fem_ids[k]), r, p, tr.p.front(), scene.world.dt);
   }
   for (std::size_t k = 0; k < scene.grippers.size(); ++k) {
     const SceneGripper& g = scene.grippers[k];

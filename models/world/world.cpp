@@ -331,6 +331,11 @@ std::vector<Scalar> World::FemPositions(Index body) const {
   return w_.fem[w_.ids[body].second]->x.ToHost();
 }
 
+const Array<Scalar>& World::fem_positions(Index body) const {
+  w_.CheckBody(body, BodyKind::kFem);
+  return w_.fem[w_.ids[body].second]->x;
+}
+
 std::vector<Scalar> World::FemVelocities(Index body) const {
   w_.CheckBody(body, BodyKind::kFem);
   return w_.fem[w_.ids[body].second]->v.ToHost();

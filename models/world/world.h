@@ -176,6 +176,8 @@ class World {
   const RigidBody& rigid_body(Index body) const;
   // FEM node positions / velocities (3 per node) of a body
   std::vector<Scalar> FemPositions(Index body) const;
+  // the same on the backend (for its kernels, e.g. FemModel::CarryPrescribed)
+  const Array<Scalar>& fem_positions(Index body) const;
   std::vector<Scalar> FemVelocities(Index body) const;
   void SetFemVelocities(Index body, const std::vector<Scalar>& v);
   const std::vector<ContactRecord>& contacts() const { return records_; }

@@ -1,0 +1,104 @@
+// The host's convergence checks every CondParams::check_every iterations (docs/solver.md
+// "Convergence checks"). Reference: the same solve checked every iteration. The iterates do not
+// depend on k (the Chebyshev state machine runs on the backend every iteration), so a solve
+// checked every k iterations stops at the first check whose theta is below theta_th, with that
+// theta bitwise; it reads the backend once per check; an environment whose theta is not finite
+// between two checks keeps its last finite iterate, and the others are bitwise as alone.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cond_fixtures.h"
+#include "models/cond/cond_solver.h"
+#include "test_util.h"
+
+namespace condsim {
+namespace {
+
+using test::MakeRandomProblem;
+using test::RandomProblem;
+using test::Result;
+using test::Solve;
+
+// the iteration count of a solve checked every k iterations (at most m): the first check l + 1
+// (a multiple of k, or m) whose theta (history[l], checked every iteration) is below threshold
+int ExpectedStop(const std::vector<double>& history, int k, int m, double threshold) {
+  for (int l = 0; l < m; ++l)
+    if (((l + 1) % k == 0 || l + 1 == m) && history[std::size_t(l)] < threshold) return l + 1;
+  return m;
+}
+
+TEST(CondCheck, StopsAtTheFirstCheckBelowTheThreshold) {
+  auto rng = test::Rng();
+  const RandomProblem p = MakeRandomProblem(rng, 40, 8, 5, 0.3);
+  for (bool chebyshev : {true, false}) {
+    // theta of every iteration, never stopping (theta_th far below what double reaches)
+    CondParams all = test::Tight(1e-300);
+    all.chebyshev = chebyshev;
+    all.max_iterations = 150;
+    all.record_history = true;
+    const Result every = Solve(p.a, p.b, p.contacts, all);
+    ASSERT_EQ(every.stats.history.size(), 150u);
+    // a threshold the sequence passes about a third of the way
+    const double threshold = every.stats.history[50] * 1.000001;
+    for (int k : {1, 2, 3, 4, 7, 200}) {
+      CondParams params = all;
+      params.record_history = false;
+      params.theta_threshold = threshold;
+      params.check_every = k;
+      const Result r = Solve(p.a, p.b, p.contacts, params);
+      const int stop = ExpectedStop(every.stats.history, k, 150, threshold);
+      const std::string what = "k = " + std::to_string(k) + (chebyshev ? ", Chebyshev" : ", plain");
+      EXPECT_EQ(r.stats.iterations, stop) << what;
+      // the theta of the stopping iteration, exactly (the same iterates)
+      EXPECT_EQ(r.stats.residual, every.stats.history[std::size_t(stop - 1)]) << what;
+      EXPECT_EQ(r.stats.converged, every.stats.history[std::size_t(stop - 1)] < threshold) << what;
+      // one download per check, nothing uploaded in the loop (one environment)
+      EXPECT_EQ(r.stats.loop_counters.downloads, (stop + k - 1) / k) << what;
+      EXPECT_EQ(r.stats.loop_counters.uploads, 0) << what;
+      // plain iterations: v is the iterate of a solve run for exactly that many iterations
+      if (!chebyshev) {
+        CondParams fixed = all;
+        fixed.record_history = false;
+        fixed.max_iterations = stop;
+        const Result ref = Solve(p.a, p.b, p.contacts, fixed);
+        EXPECT_EQ(r.v, ref.v) << what;
+        EXPECT_EQ(r.lambda, ref.lambda) << what;
+      }
+    }
+  }
+}
+
+TEST(CondCheck, FailureBetweenChecksKeepsTheLastFiniteIterate) {
+  auto rng = test::Rng();
+  std::vector<RandomProblem> envs;
+  for (int e = 0; e < 4; ++e) envs.push_back(MakeRandomProblem(rng, 12, 3, 1, 0.3));
+  // environment 2 is poisoned with a NaN in b: theta is NaN at iteration 0, between the checks
+  envs[2].b[5] = std::nan("");
+  const test::PackedProblems all = test::PackProblems(envs);
+  std::vector<Scalar> v0;
+  for (int k = 0; k < 4 * 36; ++k) v0.push_back(Scalar(0.01) * Scalar(k % 36 % 7));
+  for (bool fused : {true, false}) {
+    CondParams params = test::Tight(1e-11);
+    params.check_every = 5;
+    params.fused_passes = fused;
+    const Result batch = Solve(all.packed.matrix, all.b, all.contacts, params, v0, all.node_env);
+    const std::string what = fused ? "fused passes" : "separate kernels";
+    EXPECT_EQ(batch.stats.failed_envs, std::vector<int>{2}) << what;
+    // the failed environment keeps its initial iterate (its last finite one)
+    const std::vector<Scalar> failed(batch.v.begin() + 72, batch.v.begin() + 108);
+    EXPECT_EQ(failed, std::vector<Scalar>(v0.begin() + 72, v0.begin() + 108)) << what;
+    for (int e : {0, 1, 3}) {
+      const std::vector<Scalar> start(v0.begin() + 36 * e, v0.begin() + 36 * (e + 1));
+      const Result alone = Solve(envs[e].a, envs[e].b, envs[e].contacts, params, start);
+      ASSERT_TRUE(alone.stats.converged) << what;
+      EXPECT_EQ(alone.stats.iterations % 5, 0) << what;
+      EXPECT_EQ(batch.stats.env_iterations[e], alone.stats.iterations) << what << ", env " << e;
+      const std::vector<Scalar> part(batch.v.begin() + 36 * e, batch.v.begin() + 36 * (e + 1));
+      EXPECT_EQ(part, alone.v) << what << ", env " << e;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace condsim
