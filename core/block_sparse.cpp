@@ -2,6 +2,7 @@
 #include "condsim/block_sparse.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "condsim/error.h"
@@ -90,6 +91,28 @@ void BlockMatrix::Multiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y
   const BsrRowSpmvOp op{pattern.block_dim, pattern.row_ptr.data(), pattern.col_idx.data(),
                         values.data(), alpha, x, beta, y};
   for (Index r = 0; r < pattern.block_rows; ++r) op(r);
+}
+
+CsrExpansion ExpandToCsr(const BlockPattern& pattern) {
+  const std::int64_t nnz = pattern.nnz();
+  CONDSIM_CHECK(nnz <= INT32_MAX, "SpMV format csr: " << nnz << " scalar entries exceed the 32-bit index range; use bsr");
+  const Index bd = pattern.block_dim;
+  CsrExpansion out;
+  out.row_ptr.assign(std::size_t(pattern.rows()) + 1, 0);
+  out.col.reserve(std::size_t(nnz));
+  out.map.reserve(std::size_t(nnz));
+  for (Index r = 0; r < pattern.block_rows; ++r) {
+    for (Index i = 0; i < bd; ++i) {
+      for (Index k = pattern.row_ptr[r]; k < pattern.row_ptr[r + 1]; ++k) {
+        for (Index j = 0; j < bd; ++j) {
+          out.col.push_back(pattern.col_idx[k] * bd + j);
+          out.map.push_back(k * bd * bd + i * bd + j);
+        }
+      }
+      out.row_ptr[std::size_t(r) * bd + i + 1] = static_cast<Index>(out.col.size());
+    }
+  }
+  return out;
 }
 
 }  // namespace condsim

@@ -2,7 +2,6 @@
 // reductions, and cuSPARSE SpMV (CSR or BSR) or condsim's own row-loop SpMV.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_reduce.cuh>
 #include <cusparse.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "condsim/build_info.h"
+#include "condsim/chunk_reduce.h"
 #include "condsim/vector_ops.h"
 #include "cuda/cuda_backend.h"
 #include "cuda/parallel.cuh"
@@ -67,6 +67,56 @@ struct GatherOp {
 struct ProbeOp {
   int* out;
   CONDSIM_HD_INLINE void operator()(Index) const { *out = 42; }
+};
+
+// ---- segmented reductions in chunk_reduce.h's order (independent of the number of segments)
+// per segment its chunk count; 0 at num_segments, so the exclusive sum ends with the total
+struct ChunkCountOp {
+  const Index* offsets;
+  Index num_segments;
+  Index* count;
+  CONDSIM_HD_INLINE void operator()(Index s) const {
+    count[s] = s < num_segments ? ReduceChunks(offsets[s + 1] - offsets[s]) : 0;
+  }
+};
+
+// one block per chunk (grid-stride over the total): the threads' strided folds, then the tree
+template <class Term, class Op>
+__global__ void __launch_bounds__(kReduceThreads) ChunkPartialKernel(Term term, const Index* offsets, const Index* chunk_first,
+                                                                     Index num_segments, Op op, Scalar init, Scalar* partial) {
+  __shared__ Scalar lane[kReduceThreads];
+  const Index total = chunk_first[num_segments];
+  const int t = static_cast<int>(threadIdx.x);
+  for (Index c = blockIdx.x; c < total; c += gridDim.x) {
+    const Index s = ChunkSegment(chunk_first, num_segments, c);
+    const Index begin = offsets[s] + (c - chunk_first[s]) * kReduceChunk;
+    const Index n = offsets[s + 1] - begin < kReduceChunk ? offsets[s + 1] - begin : kReduceChunk;
+    Scalar acc = init;
+    for (Index k = t; k < n; k += kReduceThreads) acc = op(acc, term(begin + k));
+    lane[t] = acc;
+    __syncthreads();
+    for (int stride = kReduceThreads / 2; stride > 0; stride /= 2) {
+      if (t < stride) lane[t] = op(lane[t], lane[t + stride]);
+      __syncthreads();
+    }
+    if (t == 0) partial[c] = lane[0];
+    __syncthreads();
+  }
+}
+
+// per segment its chunks' values folded in order from init
+template <class Op>
+struct ChunkFoldOp {
+  const Index* chunk_first;
+  const Scalar* partial;
+  Op op;
+  Scalar init;
+  Scalar* out;
+  CONDSIM_HD_INLINE void operator()(Index s) const {
+    Scalar acc = init;
+    for (Index c = chunk_first[s]; c < chunk_first[s + 1]; ++c) acc = op(acc, partial[c]);
+    out[s] = acc;
+  }
 };
 
 template <class Term>
@@ -122,6 +172,8 @@ class CudaBackend final : public Backend {
   }
   ~CudaBackend() override {
     cudaFree(scratch_);
+    cudaFree(chunk_index_);
+    cudaFree(chunk_partial_);
     cudaFree(result_);
     cusparseDestroy(sparse_);
     cudaStreamDestroy(stream_);
@@ -186,11 +238,11 @@ class CudaBackend final : public Backend {
   }
   void DoSegmentedDot(Index num_segments, const Index* offsets, Index end, const Scalar* x, const Scalar* y,
                       Scalar* out) override {
-    SegmentedReduce(num_segments, offsets, end, TermIterator(DotTerm{x, y}), SumOp{}, Scalar(0), out);
+    SegmentedReduce(num_segments, offsets, end, DotTerm{x, y}, SumOp{}, Scalar(0), out);
   }
   void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, Index end, const Scalar* x,
                          Scalar* out) override {
-    SegmentedReduce(num_segments, offsets, end, TermIterator(AbsTerm{x}), NanMaxOp{}, Scalar(0), out);
+    SegmentedReduce(num_segments, offsets, end, AbsTerm{x}, NanMaxOp{}, Scalar(0), out);
   }
   Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
     // the total is the last input plus its prefix; read the input first (out may alias it)
@@ -215,17 +267,7 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  void* Scratch(std::size_t bytes) {
-    if (bytes > scratch_bytes_) {
-      CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      cudaFree(scratch_);
-      scratch_ = nullptr;
-      scratch_bytes_ = 0;
-      scratch_ = Allocate(bytes);  // clears the error state when it throws
-      scratch_bytes_ = bytes;
-    }
-    return scratch_;
-  }
+  void* Scratch(std::size_t bytes) { return Buffer(&scratch_, &scratch_bytes_, bytes); }
 
   // CUB device-wide reduction (no atomics: run-to-run deterministic on one device)
   template <class It, class Op>
@@ -243,22 +285,39 @@ class CudaBackend final : public Backend {
     return host;
   }
 
-  // one segment (a World's single environment): the device-wide reduction into out[0]; CUB's
-  // segmented reduction gives each segment one thread block, which would leave the rest of the
-  // GPU idle on the iteration's residual
-  template <class It, class Op>
-  void SegmentedReduce(Index num_segments, const Index* offsets, Index end, It in, Op op, Scalar init,
-                       Scalar* out) {
-    if (num_segments == 1) {
-      ReduceInto(end, in, op, init, out);
-      return;
-    }
+  // chunk_reduce.h's order, the same for a segment whatever the other segments (a batch
+  // environment reduces as alone): per segment its chunk count and their exclusive sum (the
+  // total at num_segments), a block per chunk, then per segment its chunks in order; no host read
+  template <class Term, class Op>
+  void SegmentedReduce(Index num_segments, const Index* offsets, Index end, Term term, Op op, Scalar init, Scalar* out) {
+    const Index n1 = num_segments + 1;
+    // chunks at most: end / kReduceChunk + one partial chunk per segment
+    const Index bound = end / kReduceChunk + num_segments;
+    Index* count = static_cast<Index*>(Buffer(&chunk_index_, &chunk_index_bytes_, 2 * sizeof(Index) * std::size_t(n1)));
+    Index* first = count + n1;
+    Scalar* partial = static_cast<Scalar*>(Buffer(&chunk_partial_, &chunk_partial_bytes_, sizeof(Scalar) * std::size_t(bound)));
+    cuda::ParallelFor(n1, ChunkCountOp{offsets, num_segments, count}, stream_);
     std::size_t bytes = 0;
-    CONDSIM_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(nullptr, bytes, in, out, num_segments,
-                                                          offsets, offsets + 1, op, init, stream_));
+    CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, count, first, n1, stream_));
     void* tmp = Scratch(bytes);
-    CONDSIM_CUDA_CHECK(cub::DeviceSegmentedReduce::Reduce(tmp, bytes, in, out, num_segments,
-                                                          offsets, offsets + 1, op, init, stream_));
+    CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, bytes, count, first, n1, stream_));
+    const unsigned blocks = static_cast<unsigned>(bound < 65535 ? (bound > 0 ? bound : 1) : 65535);
+    ChunkPartialKernel<<<blocks, kReduceThreads, 0, stream_>>>(term, offsets, first, num_segments, op, init, partial);
+    CONDSIM_CUDA_CHECK(cudaGetLastError());
+    cuda::ParallelFor(num_segments, ChunkFoldOp<Op>{first, partial, op, init, out}, stream_);
+  }
+
+  // a device buffer kept between calls, grown (after the stream is idle) when too small
+  void* Buffer(void** ptr, std::size_t* have, std::size_t bytes) {
+    if (bytes > *have) {
+      CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      cudaFree(*ptr);
+      *ptr = nullptr;
+      *have = 0;
+      *ptr = Allocate(bytes);  // clears the error state when it throws
+      *have = bytes;
+    }
+    return *ptr;
   }
 
   int device_;
@@ -269,6 +328,10 @@ class CudaBackend final : public Backend {
   Scalar* result_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+  void* chunk_index_ = nullptr;    // SegmentedReduce: chunk counts and their exclusive sum
+  std::size_t chunk_index_bytes_ = 0;
+  void* chunk_partial_ = nullptr;  // SegmentedReduce: the chunks' values
+  std::size_t chunk_partial_bytes_ = 0;
 };
 
 CudaBlockMatrix::CudaBlockMatrix(CudaBackend* backend, const BlockPattern& pattern,
@@ -298,27 +361,12 @@ void CudaBlockMatrix::BuildPattern() {
     descr_ = nullptr;
   }
   if (format_ == SpmvFormat::kCsr) {
-    // scalar CSR: row (r, i) lists block k's row i for each block k of block row r
+    // scalar CSR: row (r, i) lists block k's row i for each block k of block row r (ExpandToCsr)
     const std::int64_t nnz = pattern.nnz();
-    CONDSIM_CHECK(nnz <= INT32_MAX, "SpMV format csr: " << nnz
-                                        << " scalar entries exceed the 32-bit index range; use bsr");
-    std::vector<Index> row_ptr(std::size_t(pattern.rows()) + 1, 0), col, map;
-    col.reserve(std::size_t(nnz));
-    map.reserve(std::size_t(nnz));
-    for (Index r = 0; r < pattern.block_rows; ++r) {
-      for (Index i = 0; i < bd; ++i) {
-        for (Index k = pattern.row_ptr[r]; k < pattern.row_ptr[r + 1]; ++k) {
-          for (Index j = 0; j < bd; ++j) {
-            col.push_back(pattern.col_idx[k] * bd + j);
-            map.push_back(k * bd * bd + i * bd + j);
-          }
-        }
-        row_ptr[std::size_t(r) * bd + i + 1] = static_cast<Index>(col.size());
-      }
-    }
-    csr_row_ptr_.Assign(cuda_, row_ptr);
-    csr_col_.Assign(cuda_, col);
-    csr_from_bsr_.Assign(cuda_, map);
+    const CsrExpansion csr = ExpandToCsr(pattern);
+    csr_row_ptr_.Assign(cuda_, csr.row_ptr);
+    csr_col_.Assign(cuda_, csr.col);
+    csr_from_bsr_.Assign(cuda_, csr.map);
     csr_values_.Resize(cuda_, static_cast<Index>(nnz));
     CONDSIM_CUSPARSE_CHECK(cusparseCreateCsr(
         &descr_, pattern.rows(), pattern.cols(), nnz, csr_row_ptr_.data(), csr_col_.data(),

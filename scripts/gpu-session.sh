@@ -68,8 +68,9 @@ else
 fi
 
 # a batch on the same backend: three episodes packed in one World against each run alone
-# (docs/batch.md: bitwise on the CPU; on CUDA the per-environment reductions take another path
-# with one environment than with several, so this records whether they agree bitwise)
+# (docs/batch.md: bitwise on the CPU; on CUDA the per-environment reductions follow one order
+# whatever the number of environments, but the cuSPARSE SpMV's row splits are not documented, so
+# this records whether they agree bitwise)
 python=${PYTHON:-/usr/bin/python3}
 bdir=/tmp/gpu-session-batch
 rm -rf "$bdir"

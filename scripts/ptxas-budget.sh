@@ -59,7 +59,8 @@ for mangled, pretty in zip(usage, names):
         continue
     pretty = pretty.replace("(anonymous namespace)::", "")
     m = re.search(r"(?:ParallelForKernel|LaneKernel)<(?:condsim::)?([A-Za-z0-9_:]+)", pretty)
-    key = m.group(1) if m else re.sub(r"\(.*", "", pretty).split()[-1]
+    # other kernels: the name with its template arguments, without condsim:: and spaces
+    key = m.group(1) if m else re.sub(r"^void ", "", re.sub(r"\(.*", "", pretty)).replace("condsim::", "").replace(" ", "")
     old = table.get(key, [0, 0, 0])
     table[key] = [max(a, b) for a, b in zip(old, usage[mangled])]
 if update:

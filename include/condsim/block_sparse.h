@@ -54,4 +54,13 @@ struct BlockMatrix {
   void Multiply(Scalar alpha, const Scalar* x, Scalar beta, Scalar* y) const;
 };
 
+// the scalar CSR expansion of a block pattern (the CUDA backend's cuSPARSE CSR path): scalar row
+// r * block_dim + i lists row i of each block of block row r, in block order; map[e] is scalar
+// entry e's position in the block value array (block k's (i, j) at k * block_size() + i *
+// block_dim + j). Throws condsim::Error when nnz() exceeds the 32-bit index range
+struct CsrExpansion {
+  std::vector<Index> row_ptr, col, map;
+};
+CsrExpansion ExpandToCsr(const BlockPattern& pattern);
+
 }  // namespace condsim
