@@ -169,8 +169,21 @@ class CudaBackend final : public Backend {
     CONDSIM_CUSPARSE_CHECK(cusparseCreate(&sparse_));
     CONDSIM_CUSPARSE_CHECK(cusparseSetStream(sparse_, stream_));
     CONDSIM_CUDA_CHECK(cudaMalloc(&result_, 2 * sizeof(Scalar)));
+    // the device's stream-ordered pool (cudaMallocAsync) where it has one, keeping what is freed
+    // (no release to the driver at synchronizations): an array freed and allocated again costs
+    // no synchronization and no driver allocation
+    int pools = 0;
+    CONDSIM_CUDA_CHECK(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device_));
+    pooled_ = pools != 0;
+    if (pooled_) {
+      cudaMemPool_t pool = nullptr;
+      CONDSIM_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_));
+      std::uint64_t keep = UINT64_MAX;
+      CONDSIM_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
   }
   ~CudaBackend() override {
+    cudaStreamSynchronize(stream_);
     cudaFree(scratch_);
     cudaFree(chunk_index_);
     cudaFree(chunk_partial_);
@@ -187,7 +200,7 @@ class CudaBackend final : public Backend {
 
   void* DoAllocate(std::size_t bytes) override {
     void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, bytes);
+    const cudaError_t err = pooled_ ? cudaMallocAsync(&p, bytes, stream_) : cudaMalloc(&p, bytes);
     if (err != cudaSuccess) {
       cudaGetLastError();
       throw Error("cuda backend: cudaMalloc of " + std::to_string(bytes) +
@@ -196,7 +209,11 @@ class CudaBackend final : public Backend {
     return p;
   }
   void DoFree(void* ptr) noexcept override {
-    // pending work may still read the buffer
+    // pending work may still read the buffer: freed in stream order (pool), or after it
+    if (pooled_) {
+      cudaFreeAsync(ptr, stream_);
+      return;
+    }
     cudaStreamSynchronize(stream_);
     cudaFree(ptr);
   }
@@ -307,11 +324,10 @@ class CudaBackend final : public Backend {
     cuda::ParallelFor(num_segments, ChunkFoldOp<Op>{first, partial, op, init, out}, stream_);
   }
 
-  // a device buffer kept between calls, grown (after the stream is idle) when too small
+  // a device buffer kept between calls, grown (the old one freed in stream order) when too small
   void* Buffer(void** ptr, std::size_t* have, std::size_t bytes) {
     if (bytes > *have) {
-      CONDSIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-      cudaFree(*ptr);
+      if (*ptr != nullptr) Free(*ptr);
       *ptr = nullptr;
       *have = 0;
       *ptr = Allocate(bytes);  // clears the error state when it throws
@@ -328,6 +344,7 @@ class CudaBackend final : public Backend {
   Scalar* result_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+  bool pooled_ = false;            // DoAllocate / DoFree through the stream-ordered pool
   void* chunk_index_ = nullptr;    // SegmentedReduce: chunk counts and their exclusive sum
   std::size_t chunk_index_bytes_ = 0;
   void* chunk_partial_ = nullptr;  // SegmentedReduce: the chunks' values
@@ -425,8 +442,7 @@ void CudaBlockMatrix::DoMultiply(Scalar alpha, const Scalar* x, Scalar beta, Sca
                                                  &alpha, descr_, vx, &beta, vy, kCudaScalar, alg,
                                                  &bytes));
   if (bytes > spmv_buffer_bytes_) {
-    CONDSIM_CUDA_CHECK(cudaStreamSynchronize(cuda_->stream()));
-    cudaFree(spmv_buffer_);
+    if (spmv_buffer_ != nullptr) cuda_->Free(spmv_buffer_);  // in stream order
     spmv_buffer_ = nullptr;
     spmv_buffer_bytes_ = 0;
     spmv_buffer_ = cuda_->Allocate(bytes);  // clears the error state when it throws
