@@ -104,6 +104,8 @@ long long StepCount(const Args& args, const Scene& scene, const std::string& com
 void Preflight(const std::string& dir);
 // --threads N, capped at the hardware threads
 int ThreadCount(const Args& args, bool quiet, const std::string& command);
+// --spmv csr|bsr|rowloop: the CUDA backend's SpMV path (default csr)
+SpmvFormat SpmvOption(const Args& args);
 
 int RunInfo(const std::vector<std::string>& args);
 int RunBatch(const std::vector<std::string>& args);

@@ -246,7 +246,8 @@ nlohmann::json EntryJson(const ManifestEntry& e) {
 
 void PrintHelp() {
   std::cout << "usage: condsim batch SCENE.json --envs N --episodes M [--seed S] [--steps K | --duration T]\n"
-               "       [--out DIR] [--backend cpu|cuda|auto] [--threads T] [--group G] [--shard k/K] [--episode i] [--quiet]\n"
+               "       [--out DIR] [--backend cpu|cuda|auto] [--spmv csr|bsr|rowloop] [--threads T] [--group G] [--shard k/K]\n"
+               "       [--episode i] [--quiet]\n"
                "       condsim batch merge DIR\n"
                "runs M episodes of a scene, N at a time in one batched world, each with its scene's randomized\n"
                "values drawn from its own seed (docs/batch.md). Episode i's seed: SplitMix64 output i + 1 from the\n"
@@ -258,7 +259,8 @@ void PrintHelp() {
                "`condsim batch merge DIR` joins the shard manifests into DIR/manifest.h5. --episode i: run that\n"
                "episode only. --group G: the episodes as Worlds of at most G (0, the default: auto;\n"
                "on the cpu from one environment's working set against the L2 and last-level caches, on cuda all N); the\n"
-               "results do not depend on it on the cpu.\n"
+               "results do not depend on it on the cpu. --spmv: the cuda backend's SpMV (default csr; rowloop computes each\n"
+               "row alone, so an episode's data do not depend on the other environments of its World).\n"
                "Exit: 0 all complete, 3 some failed, 1 error, 128 + signal when interrupted.\n";
 }
 
@@ -329,7 +331,7 @@ int Merge(const std::vector<std::string>& argv) {
 int RunBatch(const std::vector<std::string>& argv) {
   if (!argv.empty() && argv[0] == "merge") return Merge(std::vector<std::string>(argv.begin() + 1, argv.end()));
   const Args args(argv, {"--envs", "--episodes", "--seed", "--steps", "--duration", "--out", "--backend", "--threads", "--shard", "--episode",
-                   "--group"},
+                   "--group", "--spmv"},
                   {"--help", "--quiet"}, "batch");
   if (args.Flag("--help")) {
     PrintHelp();
@@ -354,6 +356,7 @@ int RunBatch(const std::vector<std::string>& argv) {
   }
   BackendOptions options;
   options.cpu_threads = ThreadCount(args, o.quiet, "batch");
+  options.spmv_format = SpmvOption(args);
   const std::uint64_t seed0 = EpisodeSeed(o.seed, 0);
   const Scene scene = LoadScene(o.scene_path, &seed0);
   o.steps = StepCount(args, scene, "batch");

@@ -44,16 +44,18 @@ BlockMatrix ChainMatrix(Index n, Scalar m, Scalar k, Scalar h) {
 }  // namespace
 
 int RunScene(const std::vector<std::string>& argv) {
-  const Args args(argv, {"--backend", "--envs", "--nodes", "--tol", "--max-iters", "--steps", "--duration", "--out", "--threads", "--seed"},
+  const Args args(argv, {"--backend", "--envs", "--nodes", "--tol", "--max-iters", "--steps", "--duration", "--out", "--threads", "--seed",
+                          "--spmv"},
                   {"--help", "--quiet", "--no-output", "--verbose"}, "run");
   if (args.Flag("--help")) {
     std::cout << "usage: condsim run SCENE.json [--backend cpu|cuda|auto] [--steps N | --duration S]\n"
-                 "       [--out DIR] [--threads N] [--seed N] [--quiet] [--verbose] [--no-output]\n"
+                 "       [--out DIR] [--threads N] [--seed N] [--spmv csr|bsr|rowloop] [--quiet] [--verbose] [--no-output]\n"
                  "steps a scene file (docs/scene-format.md): progress, a summary table and\n"
                  "DIR/summary.json (default DIR: condsim-out/<scene name>), and DIR/output.h5 + .xmf\n"
                  "when the scene sets output.frame_rate (--no-output: skip it).\n"
                  "--seed N (0 .. 2^53 - 1): draw the scene's randomized values (its \"randomization\" ranges) with seed N;\n"
                  "without it the values written in the file are used.\n"
+                 "--spmv: the cuda backend's SpMV path (default csr; rowloop: each row alone, as in a batch).\n"
                  "--verbose: one line per step (iterations, residual, contacts, penetration, time, inelastic stage time).\n"
                  "Without a scene: a built-in check of the backend path (one implicit step of a batch\n"
                  "of hanging chains) with [--envs 8] [--nodes 1000] [--tol 1e-10] [--max-iters 10000].\n";

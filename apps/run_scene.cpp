@@ -94,6 +94,14 @@ void Preflight(const std::string& dir) {
   std::filesystem::remove(probe, ec);
 }
 
+SpmvFormat SpmvOption(const Args& args) {
+  try {
+    return ParseSpmvFormat(args.Get("--spmv", "csr"));
+  } catch (const Error& e) {
+    throw Error(std::string("option --spmv: ") + e.what());
+  }
+}
+
 // --threads N, capped at the hardware threads (more only oversubscribes the cores)
 int ThreadCount(const Args& args, bool quiet, const std::string& command) {
   int threads = int(args.GetInt("--threads", 0, 0, 4096));
@@ -217,6 +225,7 @@ int RunSceneFile(const Args& args) {
   if (args.Has("--seed")) seed = std::uint64_t(args.GetInt("--seed", 0, 0, (1LL << 53) - 1));  // exact in the parser's double
   BackendOptions options;
   options.cpu_threads = ThreadCount(args, o.quiet, "run");
+  options.spmv_format = SpmvOption(args);
   const Scene scene = LoadScene(o.scene_path, args.Has("--seed") ? &seed : nullptr);
   o.steps = StepCount(args, scene, "run");
   const BackendSelection sel = MakeBackend(ParseBackendChoice(args.Get("--backend", "auto")), options);

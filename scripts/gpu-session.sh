@@ -72,23 +72,27 @@ fi
 # whatever the number of environments, but the cuSPARSE SpMV's row splits are not documented, so
 # this records whether they agree bitwise)
 python=${PYTHON:-/usr/bin/python3}
-bdir=/tmp/gpu-session-batch
-rm -rf "$bdir"
-if timeout 240 "$bin" batch scenes/soft_ball_gripping.json --envs 3 --episodes 3 --steps 30 --backend "$repeat" --quiet \
-     --out "$bdir/batch" > "$out/batch.log" 2>&1; then
-  same=0
-  for i in 0 1 2; do
-    seed=$("$python" tests/batch_check.py seeds "$bdir/batch/manifest.h5" | awk -v i=$i '$1 == i { print $2 }')
-    timeout 240 "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --seed "$seed" --steps 30 --quiet \
-      --out "$bdir/run-$i" >> "$out/batch.log" 2>&1
-    "$python" tests/batch_check.py same "$bdir/batch/episodes/episode_00000$i.h5" "$bdir/run-$i/output.h5" >> "$out/batch.log" 2>&1 \
-      && same=$((same + 1))
-  done
-  echo "$repeat batch (soft_ball_gripping, 3 environments, 30 steps): $same of 3 episodes bitwise equal to run --seed" | tee "$out/batch.txt"
-else
-  echo "$repeat batch: condsim batch failed (batch.log)" | tee "$out/batch.txt"
-  status=1
-fi
+rm -f "$out/batch.txt"
+for spmv in csr rowloop; do
+  bdir=/tmp/gpu-session-batch-$spmv
+  rm -rf "$bdir"
+  if timeout 240 "$bin" batch scenes/soft_ball_gripping.json --envs 3 --episodes 3 --steps 30 --backend "$repeat" --spmv $spmv \
+       --quiet --out "$bdir/batch" > "$out/batch-$spmv.log" 2>&1; then
+    same=0
+    for i in 0 1 2; do
+      seed=$("$python" tests/batch_check.py seeds "$bdir/batch/manifest.h5" | awk -v i=$i '$1 == i { print $2 }')
+      timeout 240 "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --spmv $spmv --seed "$seed" --steps 30 --quiet \
+        --out "$bdir/run-$i" >> "$out/batch-$spmv.log" 2>&1
+      "$python" tests/batch_check.py same "$bdir/batch/episodes/episode_00000$i.h5" "$bdir/run-$i/output.h5" >> "$out/batch-$spmv.log" 2>&1 \
+        && same=$((same + 1))
+    done
+    echo "$repeat batch --spmv $spmv (soft_ball_gripping, 3 environments, 30 steps): $same of 3 episodes bitwise equal to run --seed" \
+      | tee -a "$out/batch.txt"
+  else
+    echo "$repeat batch --spmv $spmv: condsim batch failed (batch-$spmv.log)" | tee -a "$out/batch.txt"
+    status=1
+  fi
+done
 
 if [ $bench -eq 1 ]; then
   # the convergence-check period on the GPU (docs/solver.md "Convergence checks"): k = 1, 2, 4, 8
