@@ -11,7 +11,9 @@
 //   cells of 125 points, keeps at least 8 points per patch and one patch per 16 points; on a thin cantilever plate (clamped edge, gravity) 24 patches keep the
 //   direct solve's v-hat (1e-9 m/s) and, on floor contacts, the single patch's v-hat and
 //   impulses, in several times fewer iterations (the plate's bending is its slowest motion);
-// - the set-up moves no coarse matrix between host and backend (BackendCounters);
+// - the set-up moves no coarse matrix between host and backend (BackendCounters); arms made on
+//   the backend from positions there (BodyPatchArms) are the host's bitwise and go into the
+//   solver without an upload;
 // - CUDA: the same 60 iterations with contacts and 8 patches give the CPU's v-hat and impulses
 //   to 1e-12 (relative), run-to-run bitwise (skipped without a usable device).
 #include <gtest/gtest.h>
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <random>
 #include <vector>
 
 #include "models/cond/cond_solver.h"
@@ -409,6 +412,103 @@ TEST(CondBodyModes, NewArmsUploadOnlyTheArms) {
   };
   const BackendCounters on = second(true), off = second(false);
   EXPECT_EQ(on.upload_bytes - off.upload_bytes, std::int64_t(sizeof(Scalar) * modes.arm.size()));
+  EXPECT_EQ(on.download_bytes, off.download_bytes);
+}
+
+// two FEM bodies' arms made by BodyPatchArms from positions on the backend, against
+// AppendBodyPatches' host arms of the same positions (randomly jittered sphere and box meshes,
+// GridPatches patches, the second body's nodes offset as in a World). Reference: the host's arms
+// and body arms, bitwise (the same sums in the same order, then the same division)
+std::vector<std::vector<Scalar>> JitteredBodies() {
+  std::mt19937_64 rng = test::Rng();
+  std::vector<std::vector<Scalar>> x = {MakeSphereMesh(Vec3(0.1, -0.2, 0.3), 0.04, 0.012).x,
+                                        MakeBoxMesh(Vec3(-0.3, 0.1, 0.02), Vec3(0.2, 0.05, 0.01), 16, 5, 2).x};
+  for (std::vector<Scalar>& xb : x) {
+    const std::vector<Scalar> jitter = test::RandomVector(rng, Index(xb.size()), -1e-3, 1e-3);
+    for (std::size_t k = 0; k < xb.size(); ++k) xb[k] += jitter[k];
+  }
+  return x;
+}
+
+void ExpectBackendArmsBitwise(Backend* backend) {
+  const std::vector<std::vector<Scalar>> x = JitteredBodies();
+  const std::vector<Index> first = {0, Index(x[0].size() / 3) + 7};
+  BodyModes host, nodes;
+  std::vector<Array<Scalar>> xd;
+  std::vector<const Array<Scalar>*> xp;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const std::vector<Index> patch = GridPatches(x[k], 12);
+    AppendBodyPatches(patch, x[k], first[k], &host);
+    AppendBodyPatchNodes(patch, first[k], &nodes);
+    xd.emplace_back(backend, x[k]);
+  }
+  for (const Array<Scalar>& a : xd) xp.push_back(&a);
+  ASSERT_GT(host.size(), 12);
+  EXPECT_EQ(nodes.node, host.node);
+  EXPECT_EQ(nodes.ptr, host.ptr);
+  EXPECT_EQ(nodes.body_ptr, host.body_ptr);
+  BodyPatchArms arms(backend);
+  arms.SetPatches(nodes, first);
+  arms.Compute(xp);
+  EXPECT_EQ(arms.arm().ToHost(), host.arm);
+  EXPECT_EQ(arms.body_arm().ToHost(), host.body_arm);
+}
+
+TEST(CondBodyModes, BackendArmsEqualTheHostArmsBitwise) { ExpectBackendArmsBitwise(MakeBackend(BackendChoice::kCpu).backend.get()); }
+
+TEST(CondBodyModes, CudaBackendArmsEqualTheHostArmsBitwise) {
+  CONDSIM_REQUIRE_CUDA_OR_SKIP();
+  ExpectBackendArmsBitwise(MakeBackend(BackendChoice::kCuda).backend.get());
+}
+
+// the ball with 8 patches and floor contacts, solved with the arms on the backend (BodyPatchArms,
+// BodyModes::device_arm; the solver gathers its used arms there, also the free-body level's
+// from device_body_arm) and with host arms: the same v-hat and impulses, bitwise (reference: the
+// host-arm solve, exact). A second solve with new arms on the backend uploads no arm: 1 B more
+// than one without body modes, the free-body level's gate flag of its one body (reference: that
+// count, exact; host arms upload 24 B per listed node on top)
+TEST(CondBodyModes, BackendArmsSolveAsHostArmsAndUploadNothing) {
+  BallSystem sys;
+  Backend* be = sys.backend.get();
+  const BodyModes host = sys.Modes(8);
+  BodyModes nodes;
+  AppendBodyPatchNodes(GridPatches(sys.mesh.x, 8), 0, &nodes);
+  BodyPatchArms arms(be);
+  arms.SetPatches(nodes, {0});
+  Array<Scalar> x(be, sys.mesh.x);
+  arms.Compute({&x});
+  nodes.device_arm = &arms.arm();
+  nodes.device_body_arm = &arms.body_arm();
+  CondParams p;
+  p.max_iterations = 40;
+  p.theta_threshold = 1e-300;
+  const ContactSet contacts = sys.FloorContacts();
+  ASSERT_GT(contacts.size(), 0);
+  std::vector<Scalar> v_host, l_host, v_dev, l_dev;
+  SolveFromRest(be, *sys.a, sys.b, p, &host, contacts, &v_host, &l_host);
+  SolveFromRest(be, *sys.a, sys.b, p, &nodes, contacts, &v_dev, &l_dev);
+  EXPECT_EQ(v_dev, v_host);
+  EXPECT_EQ(l_dev, l_host);
+  // a second solve after the positions moved (the World's every step)
+  auto second = [&](const BodyModes* modes) {
+    CondSolver solver(be, p);
+    if (modes != nullptr) solver.SetBodyModes(*modes);
+    solver.SetContacts(contacts);
+    Array<Scalar> v(be, std::vector<Scalar>(sys.mesh.x.size(), 0));
+    solver.Solve(*sys.a, sys.b, &v);
+    std::vector<Scalar> moved = sys.mesh.x;
+    for (Scalar& c : moved) c += Scalar(1e-3);
+    x.Assign(be, moved);
+    arms.Compute({&x});
+    if (modes != nullptr) solver.SetBodyModes(*modes);
+    solver.SetContacts(contacts);
+    v.Assign(be, std::vector<Scalar>(sys.mesh.x.size(), 0));
+    const BackendCounters before = be->counters();
+    const CondStats st = solver.Solve(*sys.a, sys.b, &v);
+    return be->counters() - before - st.loop_counters;
+  };
+  const BackendCounters on = second(&nodes), off = second(nullptr);
+  EXPECT_EQ(on.upload_bytes - off.upload_bytes, 1);
   EXPECT_EQ(on.download_bytes, off.download_bytes);
 }
 

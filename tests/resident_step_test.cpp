@@ -21,6 +21,23 @@ namespace {
 
 std::unique_ptr<Backend> Cpu() { return MakeBackend(BackendChoice::kCpu, BackendOptions{1}).backend; }
 
+// a World's FEM nodes, and its cable centres when `cables`
+std::int64_t DeformablePoints(const World& world, bool cables) {
+  std::int64_t points = 0;
+  for (Index b = 0; b < world.num_bodies(); ++b) {
+    try {
+      points += std::int64_t(world.FemPositions(b).size() / 3);
+    } catch (const Error&) {
+    }
+    if (!cables) continue;
+    try {
+      points += std::int64_t(world.RodPositions(b).size() / 3);
+    } catch (const Error&) {
+    }
+  }
+  return points;
+}
+
 TEST(ArrayCapacity, ResizeKeepsTheAllocationAndGrowsByAFactor) {
   auto be = Cpu();
   Array<Scalar> a;
@@ -267,6 +284,39 @@ TEST(ResidentStep, WorldStagesTransferNoDofSizedArrays) {
   }
 }
 
+// the FEM scenes, steps 2-20: the body modes' stage (rigid groups and the body modes' patches
+// and arms, StepStats::modes_counters) moves no FEM position or arm: its arms are computed on the
+// backend (BodyPatchArms) and positions come to the host only when patches are made (the first
+// step); and the solver gathers the arms it uses on the backend. Reference: at most 256 B each
+// way per step for the stage (a bound that does not grow with the nodes; 24 B per FEM node is
+// 34.6 KB on soft_mat_folding), detection bounded by its contacts as in
+// DetectionDownloadsScaleWithContactsNotNodes. Before (7e676ab: the FEM x downloaded every step
+// for the host's arms): the stage downloaded 24 B per FEM node, 34632 B a step on
+// soft_mat_folding, 31944 on soft_ball_gripping, 18480 on soft_gripper
+TEST(ResidentStep, BodyModeArmsMoveNoFemPositions) {
+  for (const char* name : {"soft_mat_folding", "soft_ball_gripping", "soft_gripper"}) {
+    SCOPED_TRACE(name);
+    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(scene, be.get());
+    const std::int64_t fem_nodes = DeformablePoints(*sw.world, false);
+    ASSERT_GT(fem_nodes, 0);
+    std::int64_t max_up = 0, max_down = 0;
+    for (int k = 0; k < 20; ++k) {
+      ApplyControls(scene, &sw);
+      const StepStats st = sw.world->Step();
+      if (k == 0) continue;
+      max_up = std::max(max_up, st.modes_counters.upload_bytes);
+      max_down = std::max(max_down, st.modes_counters.download_bytes);
+      EXPECT_LE(st.modes_counters.upload_bytes, 256) << "step " << k + 1;
+      EXPECT_LE(st.modes_counters.download_bytes, 256) << "step " << k + 1;
+      EXPECT_LE(st.detect_counters.download_bytes, 136 * std::int64_t(st.contacts) + 16 * 8) << "step " << k + 1;
+    }
+    std::printf("%s, steps 2-20: body modes stage at most %lld B up, %lld B down per step; %lld FEM nodes\n", name,
+                static_cast<long long>(max_up), static_cast<long long>(max_down), static_cast<long long>(fem_nodes));
+  }
+}
+
 // the scenes whose contacts grow after the first step, stepped past their growth points: no step
 // after the first allocates (the arrays the contacts size reserve ContactBounds from the potential
 // contact points once, World::ReserveForContacts). Reference: 0 (exact). Before (d869291), over
@@ -358,17 +408,7 @@ TEST(ResidentStep, DetectionDownloadsScaleWithContactsNotNodes) {
     auto be = Cpu();
     SceneWorld sw = BuildWorld(scene, be.get());
     // the deformable points: FEM nodes and cable centres
-    std::int64_t points = 0;
-    for (Index b = 0; b < sw.world->num_bodies(); ++b) {
-      try {
-        points += std::int64_t(sw.world->FemPositions(b).size() / 3);
-      } catch (const Error&) {
-      }
-      try {
-        points += std::int64_t(sw.world->RodPositions(b).size() / 3);
-      } catch (const Error&) {
-      }
-    }
+    const std::int64_t points = DeformablePoints(*sw.world, true);
     std::int64_t bytes = 0, contacts = 0, steps = 0;
     for (int k = 0; k < 5; ++k) {
       ApplyControls(scene, &sw);

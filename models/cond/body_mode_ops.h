@@ -32,7 +32,9 @@ namespace condsim {
   X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
   X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
   X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
-  X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */
+  X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */               \
+  X(Index, arm_source) /* arms on the backend (BodyModes::device_arm): per listed node its */   \
+                       /* entry there (BodyModeGatherArmOp); empty with host arms */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 
 // Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
@@ -134,6 +136,63 @@ struct BodyModeGateOp {
     if (!on) return;
     loaded[p] = 1;
     for (int d = 0; d < 6; ++d) g[6 * p + d] = 0;
+  }
+};
+
+// per listed node of a solve: its arm from the arms of every node of the BodyModes (device_arm,
+// 3 per entry), so that no arm comes from the host
+struct BodyModeGatherArmOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* from;  // 3 per entry of the BodyModes
+  Scalar* arm;         // 3 per listed node (the record's arm)
+  CONDSIM_HD_INLINE void operator()(Index q) const { StoreVec3(arm, q, LoadVec3(from, m.arm_source[q])); }
+};
+
+// AppendBodyPatches' reference points on the backend (BodyPatchArms), one body at a time from
+// its positions x: item i < patches the mean position of patch first_patch + i (its entries
+// summed in their order, then divided by their count), item `patches` the body's mean position
+// (its nodes summed in node order); the host's sums in the host's order, so bitwise its values
+struct BodyPatchCentreOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  const Scalar* x;      // the body's positions, 3 per node
+  const Index* ptr;     // per patch: its entries ptr[p] .. ptr[p+1)
+  const Index* local;   // per entry: its node of the body
+  Index first_patch;
+  Index patches;        // the body's patches
+  Index count;          // the body's nodes
+  Scalar* centre;       // 3 per patch
+  Scalar* body_centre;  // the body's 3
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    Vec3 sum;
+    if (i < patches) {
+      const Index p = first_patch + i, n = ptr[p + 1] - ptr[p];
+      for (Index k = ptr[p]; k < ptr[p + 1]; ++k) sum += LoadVec3(x, local[k]);
+      StoreVec3(centre, p, sum / Scalar(n > 1 ? n : 1));
+    } else {
+      for (Index k = 0; k < count; ++k) sum += LoadVec3(x, k);
+      StoreVec3(body_centre, 0, sum / Scalar(count > 1 ? count : 1));
+    }
+  }
+};
+
+// per entry of one body (BodyPatchArms): arm = x - its patch's mean, body_arm = x - the body's
+// mean (BodyPatchCentreOp)
+struct BodyPatchArmOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Scalar* x;            // the body's positions, 3 per node
+  const Index* local;         // per entry: its node of the body
+  const Index* entry_patch;   // per entry: its patch
+  const Scalar* centre;       // 3 per patch
+  const Scalar* body_centre;  // the body's 3
+  Index first_entry;
+  Scalar* arm;       // 3 per entry
+  Scalar* body_arm;  // 3 per entry
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    const Index q = first_entry + i;
+    const Vec3 xq = LoadVec3(x, local[q]);
+    StoreVec3(arm, q, xq - LoadVec3(centre, entry_patch[q]));
+    StoreVec3(body_arm, q, xq - LoadVec3(body_centre, 0));
   }
 };
 

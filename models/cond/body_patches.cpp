@@ -8,6 +8,7 @@
 
 #include "condsim/error.h"
 #include "models/cond/cond_body_modes.h"
+#include "models/cond/cond_kernels.h"
 
 namespace condsim {
 namespace {
@@ -83,8 +84,7 @@ std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target) {
   return patch;
 }
 
-void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes) {
-  CONDSIM_CHECK(x.size() == 3 * patch.size(), "AppendBodyPatches: " << x.size() << " coordinates for " << patch.size() << " nodes");
+void AppendBodyPatchNodes(const std::vector<Index>& patch, Index first, BodyModes* modes) {
   if (modes->body_ptr.empty()) modes->body_ptr.push_back(0);
   const Index count = static_cast<Index>(patch.size());
   const Index num_patches = count == 0 ? 0 : *std::max_element(patch.begin(), patch.end()) + 1;
@@ -98,24 +98,79 @@ void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar
   std::vector<Index> order(static_cast<std::size_t>(count));
   std::vector<Index> fill(start.begin(), start.end() - 1);
   for (Index i = 0; i < count; ++i) order[std::size_t(fill[std::size_t(patch[i])]++)] = i;
-  // the body's mean position for the free-body arms
-  Vec3 body_centre;
-  for (Index i = 0; i < count; ++i) body_centre += LoadVec3(x.data(), i);
-  body_centre = body_centre / Scalar(std::max<Index>(count, 1));
   for (Index p = 0; p < num_patches; ++p) {
-    Vec3 centre;
-    for (Index k = start[p]; k < start[p + 1]; ++k) centre += LoadVec3(x.data(), order[k]);
-    centre = centre / Scalar(std::max<Index>(start[p + 1] - start[p], 1));
-    for (Index k = start[p]; k < start[p + 1]; ++k) {
-      modes->node.push_back(first + order[k]);
-      const Vec3 arm = LoadVec3(x.data(), order[k]) - centre;
-      for (int d = 0; d < 3; ++d) modes->arm.push_back(arm[d]);
-      const Vec3 body_arm = LoadVec3(x.data(), order[k]) - body_centre;
-      for (int d = 0; d < 3; ++d) modes->body_arm.push_back(body_arm[d]);
-    }
+    for (Index k = start[p]; k < start[p + 1]; ++k) modes->node.push_back(first + order[k]);
     modes->ptr.push_back(static_cast<Index>(modes->node.size()));
   }
   modes->body_ptr.push_back(modes->size());
+}
+
+void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes) {
+  CONDSIM_CHECK(x.size() == 3 * patch.size(), "AppendBodyPatches: " << x.size() << " coordinates for " << patch.size() << " nodes");
+  const Index p0 = modes->size();
+  AppendBodyPatchNodes(patch, first, modes);
+  // the body's mean position for the free-body arms
+  const Index count = static_cast<Index>(patch.size());
+  Vec3 body_centre;
+  for (Index i = 0; i < count; ++i) body_centre += LoadVec3(x.data(), i);
+  body_centre = body_centre / Scalar(std::max<Index>(count, 1));
+  for (Index p = p0; p < modes->size(); ++p) {
+    Vec3 centre;
+    for (Index q = modes->ptr[p]; q < modes->ptr[p + 1]; ++q) centre += LoadVec3(x.data(), modes->node[q] - first);
+    centre = centre / Scalar(std::max<Index>(modes->ptr[p + 1] - modes->ptr[p], 1));
+    for (Index q = modes->ptr[p]; q < modes->ptr[p + 1]; ++q) {
+      const Vec3 arm = LoadVec3(x.data(), modes->node[q] - first) - centre;
+      for (int d = 0; d < 3; ++d) modes->arm.push_back(arm[d]);
+      const Vec3 body_arm = LoadVec3(x.data(), modes->node[q] - first) - body_centre;
+      for (int d = 0; d < 3; ++d) modes->body_arm.push_back(body_arm[d]);
+    }
+  }
+}
+
+BodyPatchArms::BodyPatchArms(Backend* backend) : backend_(backend), kernels_(MakeKernels<CondKernels>(*backend)) {}
+
+BodyPatchArms::~BodyPatchArms() = default;
+
+void BodyPatchArms::SetPatches(const BodyModes& modes, const std::vector<Index>& first) {
+  CONDSIM_CHECK(!modes.body_ptr.empty() && first.size() + 1 == modes.body_ptr.size(),
+                "BodyPatchArms: " << first.size() << " first nodes for " << Index(modes.body_ptr.size()) - 1 << " bodies");
+  if (modes.ptr == ptr_ && modes.node == node_ && modes.body_ptr == body_ptr_ && first == first_) return;
+  ptr_ = modes.ptr;
+  node_ = modes.node;
+  body_ptr_ = modes.body_ptr;
+  first_ = first;
+  // per entry: its node of its body and its patch
+  std::vector<Index> local(node_.size()), entry_patch(node_.size());
+  for (std::size_t k = 0; k < first_.size(); ++k)
+    for (Index p = body_ptr_[k]; p < body_ptr_[k + 1]; ++p)
+      for (Index q = ptr_[p]; q < ptr_[p + 1]; ++q) {
+        local[std::size_t(q)] = node_[std::size_t(q)] - first_[k];
+        entry_patch[std::size_t(q)] = p;
+      }
+  ptr_d_.Assign(backend_, ptr_);
+  local_.Assign(backend_, local);
+  entry_patch_.Assign(backend_, entry_patch);
+  const Index entries = static_cast<Index>(node_.size());
+  centre_.Resize(backend_, 3 * modes.size());
+  body_centre_.Resize(backend_, 3 * static_cast<Index>(first_.size()));
+  arm_.Resize(backend_, 3 * entries);
+  body_arm_.Resize(backend_, 3 * entries);
+}
+
+void BodyPatchArms::Compute(const std::vector<const Array<Scalar>*>& x) {
+  CONDSIM_CHECK(x.size() == first_.size(), "BodyPatchArms: positions of " << x.size() << " bodies for " << first_.size());
+  for (std::size_t k = 0; k < first_.size(); ++k) {
+    const Index p0 = body_ptr_[k], patches = body_ptr_[k + 1] - p0;
+    const Index q0 = ptr_[std::size_t(p0)], count = ptr_[std::size_t(p0 + patches)] - q0;
+    CONDSIM_CHECK(x[k]->size() == 3 * count,
+                  "BodyPatchArms: body " << k << " has " << x[k]->size() << " coordinates for " << count << " nodes");
+    if (count == 0) continue;
+    Scalar* body_centre = body_centre_.data() + 3 * k;
+    kernels_->BodyPatchCentre(patches + 1, BodyPatchCentreOp{x[k]->data(), ptr_d_.data(), local_.data(), p0, patches, count,
+                                                            centre_.data(), body_centre});
+    kernels_->BodyPatchArm(count, BodyPatchArmOp{x[k]->data(), local_.data(), entry_patch_.data(), centre_.data(), body_centre, q0,
+                                                 arm_.data(), body_arm_.data()});
+  }
 }
 
 }  // namespace condsim

@@ -26,8 +26,9 @@ constexpr double kSlackFactor = 30;
 }  // namespace
 
 void CondBodyModes::Set(const BodyModes& modes) {
+  const std::size_t arms = modes.device_arm != nullptr ? std::size_t(modes.device_arm->size()) : modes.arm.size();
   CONDSIM_CHECK(!modes.ptr.empty() && modes.ptr.front() == 0 && std::size_t(modes.ptr.back()) == modes.node.size() &&
-                    modes.arm.size() == 3 * modes.node.size(),
+                    arms == 3 * modes.node.size() && (modes.device_arm == nullptr || modes.arm.empty()),
                 "SetBodyModes: inconsistent arrays");
   for (std::size_t p = 0; p + 1 < modes.ptr.size(); ++p)
     CONDSIM_CHECK(modes.ptr[p + 1] >= modes.ptr[p], "SetBodyModes: decreasing ptr at patch " << p);
@@ -38,6 +39,9 @@ void CondBodyModes::Set(const BodyModes& modes) {
     CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
   for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
   CONDSIM_CHECK(modes.body_arm.empty() || modes.body_arm.size() == modes.arm.size(), "SetBodyModes: body_arm must be empty or 3 per node");
+  CONDSIM_CHECK(modes.device_body_arm == nullptr ||
+                    (modes.device_arm != nullptr && modes.device_body_arm->size() == modes.device_arm->size()),
+                "SetBodyModes: device_body_arm must come with device_arm, 3 per node");
   // other patches: the next Prepare inverts (the World sets the same nodes every step, with arms
   // from their current positions)
   const bool other = modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr;
@@ -59,9 +63,11 @@ void CondBodyModes::Set(const BodyModes& modes) {
 }
 
 void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
-  // one patch per body over all its listed nodes, arms from the body's mean position
+  // one patch per body over all its listed nodes, arms from the body's mean position (on the
+  // backend: these patches list the nodes of modes in their order, so device_body_arm as is)
   BodyModes whole;
-  if (!modes.body_arm.empty()) {
+  whole.device_arm = modes.device_body_arm;
+  if (!modes.body_arm.empty() || modes.device_body_arm != nullptr) {
     const Index bodies = modes.body_ptr.empty() ? modes.size() : Index(modes.body_ptr.size()) - 1;
     whole.body_ptr.push_back(0);
     for (Index body = 0; body < bodies; ++body) {
@@ -69,7 +75,8 @@ void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
       const Index p1 = modes.body_ptr.empty() ? body + 1 : modes.body_ptr[body + 1];
       for (Index q = modes.ptr[p0]; q < modes.ptr[p1]; ++q) {
         whole.node.push_back(modes.node[q]);
-        for (int d = 0; d < 3; ++d) whole.arm.push_back(modes.body_arm[3 * std::size_t(q) + d]);
+        if (whole.device_arm == nullptr)
+          for (int d = 0; d < 3; ++d) whole.arm.push_back(modes.body_arm[3 * std::size_t(q) + d]);
       }
       whole.ptr.push_back(static_cast<Index>(whole.node.size()));
       whole.body_ptr.push_back(whole.size());
@@ -128,12 +135,18 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
         seen[i] = 1;
         if (excluded[i] && !free_) continue;
         used->node.push_back(i);
-        for (int d = 0; d < 3; ++d) used->arm.push_back(modes_.arm[3 * std::size_t(q) + d]);
+        if (modes_.device_arm != nullptr)
+          used->arm_source.push_back(q);
+        else
+          for (int d = 0; d < 3; ++d) used->arm.push_back(modes_.arm[3 * std::size_t(q) + d]);
       }
       // fewer than 4 nodes: rotations degenerate, left out
       if (static_cast<Index>(used->node.size()) - start < kMinPatchNodes) {
         used->node.resize(std::size_t(start));
-        used->arm.resize(3 * std::size_t(start));
+        if (modes_.device_arm != nullptr)
+          used->arm_source.resize(std::size_t(start));
+        else
+          used->arm.resize(3 * std::size_t(start));
         continue;
       }
       const Index patch = static_cast<Index>(used->ptr.size()) - 1;
@@ -280,8 +293,9 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   used.c_off[std::size_t(bodies)] = slot_off_.back();
   const bool any = std::find(refresh_body.begin(), refresh_body.end(), 1) != refresh_body.end();
   const bool all = std::find(refresh_body.begin(), refresh_body.end(), 0) == refresh_body.end();
-  // the structure is uploaded only when it changed (halo and gates follow the contacts); the
-  // arms alone when only they changed (the World takes them from the current positions)
+  // the structure is uploaded only when it changed (halo and gates follow the contacts); host arms
+  // alone when only they changed (the World takes them from the current positions); device arms
+  // are gathered on the backend every solve
   bool same_structure = true;
 #define CONDSIM_BODY_MODE_SAME(T, name) \
   same_structure = same_structure && (&used.name == static_cast<const void*>(&used.arm) || used.name == uploaded_.name);
@@ -295,6 +309,10 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   } else if (used.arm != uploaded_.arm) {
     b->CopyFromHost(arrays_.arm.data(), used.arm.data(), sizeof(Scalar) * used.arm.size());
     uploaded_.arm = used.arm;
+  }
+  if (modes_.device_arm != nullptr) {
+    arrays_.arm.Resize(b, 3 * listed_);
+    ctx_->kernels->BodyModeGatherArm(listed_, BodyModeGatherArmOp{arrays_.view(), modes_.device_arm->data(), arrays_.arm.data()});
   }
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
   g_.Resize(b, 6 * num_patches_);

@@ -14,6 +14,7 @@
 // "Truncated modes").
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "models/cond/body_mode_ops.h"
@@ -35,6 +36,11 @@ struct BodyModes {
                                 // patch per body
   std::vector<Scalar> body_arm;  // optional, 3 per listed node: position - the body's mean
                                  // position (AppendBodyPatches); the free-body modes need it
+  // instead of arm and body_arm (both then empty): the same on the backend (BodyPatchArms), 3
+  // per listed node, read by every solve until the next SetBodyModes; the solver gathers its
+  // used arms from them there, so no arm is uploaded. device_body_arm is optional
+  const Array<Scalar>* device_arm = nullptr;
+  const Array<Scalar>* device_body_arm = nullptr;
   Index size() const { return static_cast<Index>(ptr.size()) - 1; }
 };
 
@@ -48,6 +54,31 @@ std::vector<Index> GridPatches(const std::vector<Scalar>& x, Index target);
 // each patch's mean position in x (3 per node), and closes the body in body_ptr (started as
 // {0} when empty)
 void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar>& x, Index first, BodyModes* modes);
+// the same without arms (node, ptr and body_ptr only)
+void AppendBodyPatchNodes(const std::vector<Index>& patch, Index first, BodyModes* modes);
+
+// AppendBodyPatches' arms and body arms computed on the backend from the bodies' positions there,
+// bitwise the host's (BodyPatchCentreOp, BodyPatchArmOp): no position comes to the host
+class BodyPatchArms {
+ public:
+  explicit BodyPatchArms(Backend* backend);
+  ~BodyPatchArms();
+  // the patches of AppendBodyPatchNodes (arms ignored), `first` its first node per body; uploaded
+  // only when node, ptr, body_ptr or first changed
+  void SetPatches(const BodyModes& modes, const std::vector<Index>& first);
+  // arm and body_arm from x[k], body k's positions (3 per node), as AppendBodyPatches
+  void Compute(const std::vector<const Array<Scalar>*>& x);
+  // 3 per listed node of SetPatches' modes (BodyModes::device_arm, device_body_arm)
+  const Array<Scalar>& arm() const { return arm_; }
+  const Array<Scalar>& body_arm() const { return body_arm_; }
+
+ private:
+  Backend* backend_;
+  std::unique_ptr<CondKernels> kernels_;
+  std::vector<Index> ptr_, node_, body_ptr_, first_;  // what the device arrays hold
+  Array<Index> ptr_d_, local_, entry_patch_;
+  Array<Scalar> centre_, body_centre_, arm_, body_arm_;
+};
 
 CONDSIM_RECORD_HOST(BodyModeHost, CONDSIM_BODY_MODE_FIELDS)
 CONDSIM_RECORD_ARRAYS(BodyModeArrays, BodyModeView, CONDSIM_BODY_MODE_FIELDS)

@@ -18,7 +18,8 @@ class CondKernels
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
-                       BodyModeSolveOp, BodyModeApplyOp, CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
+                       BodyModeSolveOp, BodyModeApplyOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
+                       CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
@@ -76,6 +77,9 @@ class CondKernels
   void BodyModeProduct(Index listed, const BodyModeProductOp& op) { Run(listed, op); }
   void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
   void BodyModeInvert(Index bodies, const BodyModeInvertOp& op) { Run(bodies, op); }
+  void BodyModeGatherArm(Index listed, const BodyModeGatherArmOp& op) { Run(listed, op); }
+  void BodyPatchCentre(Index items, const BodyPatchCentreOp& op) { Run(items, op); }
+  void BodyPatchArm(Index entries, const BodyPatchArmOp& op) { Run(entries, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
   void BodyModeContactForce(Index patches, const BodyModeContactForceOp& op) { Run(patches, op); }

@@ -97,12 +97,6 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     if (!w.Failed(w.Env(BodyKind::kRod, Index(pair.a)))) CableLinks(w, &pair, nodes, &out);
 }
 
-const std::vector<std::vector<Scalar>>& DetectStage::DownloadFemX(const WorldBodies& w) {
-  fem_x_.resize(w.fem.size());
-  for (std::size_t f = 0; f < w.fem.size(); ++f) fem_x_[f] = w.fem[f]->x.ToHost();
-  return fem_x_;
-}
-
 void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
                                 ContactWriter* out) {
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;

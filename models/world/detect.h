@@ -29,9 +29,6 @@ class DetectStage {
   // centres and links, rigid surface samples (each makes at most a few contacts a step)
   Index PotentialContactPoints(const WorldBodies& w) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
-  // the FEM bodies' positions (host copies, 3 per node), downloaded now (detection itself reads
-  // them on the backend; the body modes' arms need them on the host)
-  const std::vector<std::vector<Scalar>>& DownloadFemX(const WorldBodies& w);
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
 
@@ -52,7 +49,6 @@ class DetectStage {
 
   TriangleDetection triangles_;
   std::vector<ContactMeta> meta_;
-  std::vector<std::vector<Scalar>> fem_x_;
   std::vector<std::vector<Index>> env_statics_, env_rigid_;  // per environment: static shapes, rigid bodies
   std::vector<CablePair> cable_pairs_;  // the cable pairs of one environment (self: a == b), a then b ascending
   Scalar tangent_rotation_ = 0;

@@ -65,17 +65,26 @@ RigidGroups Nodalizer::BuildRigidGroups(const WorldBodies& w, const std::vector<
   return groups;
 }
 
-BodyModes Nodalizer::BuildBodyModes(WorldBodies* w, const std::vector<std::vector<Scalar>>& fem_x) const {
+BodyModes Nodalizer::BuildBodyModes(WorldBodies* w) {
   // material patches (they follow the body) with arms from each patch's mean node position (any
   // reference point spans the same modes; the mean keeps Z^T A Z well scaled); the solver leaves
   // out contact nodes
   BodyModes modes;
+  if (w->fem.empty()) return modes;
+  std::vector<Index> first;
+  std::vector<const Array<Scalar>*> x;
   for (std::size_t f = 0; f < w->fem.size(); ++f) {
     FemBody& body = *w->fem[f];
-    const std::vector<Scalar>& x = fem_x[f];
-    if (body.patch.size() != x.size() / 3) body.patch = GridPatches(x, w->params.cond.body_mode_patches);
-    AppendBodyPatches(body.patch, x, w->system->part_offset(body.part), &modes);
+    if (Index(body.patch.size()) != body.x.size() / 3) body.patch = GridPatches(body.x.ToHost(), w->params.cond.body_mode_patches);
+    first.push_back(w->system->part_offset(body.part));
+    AppendBodyPatchNodes(body.patch, first.back(), &modes);
+    x.push_back(&body.x);
   }
+  if (!arms_) arms_ = std::make_unique<BodyPatchArms>(w->backend);
+  arms_->SetPatches(modes, first);
+  arms_->Compute(x);
+  modes.device_arm = &arms_->arm();
+  modes.device_body_arm = &arms_->body_arm();
   return modes;
 }
 

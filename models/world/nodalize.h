@@ -4,6 +4,7 @@
 // barycentric nodes, and the FEM bodies' patches for the body-mode correction.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "models/cond/cond_solver.h"
@@ -25,13 +26,16 @@ class Nodalizer {
   // rigid groups (joint-connected bodies) with their virtual nodes; A_o^-1 from the rigid
   // part's assembled values (RigidModel::Assemble)
   RigidGroups BuildRigidGroups(const WorldBodies& w, const std::vector<Scalar>& rigid_values) const;
-  // each FEM body split into params.cond.body_mode_patches patches of a grid on its first step's
-  // positions fem_x (host copies, 3 per node); the patches are kept in the bodies
-  BodyModes BuildBodyModes(WorldBodies* w, const std::vector<std::vector<Scalar>>& fem_x) const;
+  // each FEM body split into params.cond.body_mode_patches patches of a grid on its positions
+  // when the patches are made (its first step, or a new node count: the only time they come to
+  // the host); the patches are kept in the bodies. The arms are computed on the backend from the
+  // bodies' current positions (BodyModes::device_arm, valid until the next call)
+  BodyModes BuildBodyModes(WorldBodies* w);
 
  private:
   VirtualNodeSet vn_;
   BarycentricNodes bary_;  // this step's virtual nodes on FEM triangles and cable links
+  std::unique_ptr<BodyPatchArms> arms_;  // the body modes' arms (made at the first call)
 };
 
 }  // namespace condsim

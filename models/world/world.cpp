@@ -421,7 +421,7 @@ StepStats World::Step() {
   stats.assemble_seconds = std::chrono::duration<double>(t_solve - t_assemble).count();
   const BackendCounters c_nodes = w_.backend->counters();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
-  const BodyModes modes = nodes_.BuildBodyModes(&w_, detect_.DownloadFemX(w_));
+  const BodyModes modes = nodes_.BuildBodyModes(&w_);
   stats.modes_counters = w_.backend->counters() - c_nodes;
   VhatSummary vhat;
   std::vector<EnvFailure> failures;
