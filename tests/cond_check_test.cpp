@@ -3,7 +3,8 @@
 // depend on k (the Chebyshev state machine runs on the backend every iteration), so a solve
 // checked every k iterations stops at the first check whose theta is below theta_th, with that
 // theta bitwise; it reads the backend once per check; an environment whose theta is not finite
-// between two checks keeps its last finite iterate, and the others are bitwise as alone.
+// between two checks keeps its last finite iterate, and the others are bitwise as alone. And the
+// node layout a World sets again before every solve is kept (no DOF-sized upload).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -98,6 +99,47 @@ TEST(CondCheck, FailureBetweenChecksKeepsTheLastFiniteIterate) {
       EXPECT_EQ(part, alone.v) << what << ", env " << e;
     }
   }
+}
+
+}  // namespace
+}  // namespace condsim
+
+namespace condsim {
+namespace {
+
+// a World sets the same node environments before every solve: the solver keeps its prepared
+// layout, so a second solve's setup uploads no DOF-sized array (before: the node layout was
+// prepared again, and the momentum check's three masks, 3 x 3n x 8 B, went up every solve).
+// Reference: the size of one such mask, 3n x 8 B, against the setup's upload bytes (exact counts)
+TEST(CondLayout, TheSameNodeEnvironmentsKeepThePreparedLayout) {
+  auto rng = test::Rng();
+  const Index nodes = 300;
+  const RandomProblem p = MakeRandomProblem(rng, nodes, 8, 5, 0.3);
+  auto backend = MakeBackend(BackendChoice::kCpu, BackendOptions{1}).backend;
+  auto a = backend->CreateMatrix(p.a.pattern);
+  a->SetValues(p.a.values);
+  Array<Scalar> b(backend.get(), p.b), v(backend.get(), std::vector<Scalar>(p.b.size(), 0));
+  CondSolver solver(backend.get(), test::Tight(1e-9));
+  // the momentum check on (one body of mass 2 per DOF)
+  solver.SetMassDiagonal(std::vector<Scalar>(p.b.size(), 2), {0});
+  const std::vector<Index> node_env(std::size_t(nodes), 0);
+  std::int64_t setup_up[2] = {0, 0};
+  std::vector<Scalar> vhat[2];
+  for (int k = 0; k < 2; ++k) {
+    backend->Fill(0, &v);
+    const BackendCounters before = backend->counters();
+    solver.SetNodeEnvironments(node_env);
+    solver.SetContacts(p.contacts);
+    const CondStats st = solver.Solve(*a, b, &v);
+    ASSERT_TRUE(st.converged);
+    setup_up[k] = (backend->counters() - before - st.loop_counters).upload_bytes;
+    vhat[k] = v.ToHost();
+  }
+  std::printf("setup uploads: first solve %lld B, second %lld B; one mask %lld B\n", static_cast<long long>(setup_up[0]),
+              static_cast<long long>(setup_up[1]), static_cast<long long>(3 * nodes * 8));
+  EXPECT_LT(setup_up[1], 3 * nodes * std::int64_t(sizeof(Scalar)));
+  EXPECT_GE(setup_up[0], 3 * 3 * nodes * std::int64_t(sizeof(Scalar)));  // the first prepares the masks
+  EXPECT_EQ(vhat[0], vhat[1]);  // the same solve again (tolerance 0)
 }
 
 }  // namespace

@@ -115,6 +115,8 @@ void CondSolver::set_params(const CondParams& p) {
 void CondSolver::SetNodeEnvironments(const std::vector<Index>& node_env) {
   for (std::size_t k = 0; k < node_env.size(); ++k)
     CONDSIM_CHECK(node_env[k] >= 0, "node " << k << " has a negative environment " << node_env[k]);
+  // the same layout again (a World sets it every step): the prepared arrays stay
+  if (ctx_.nodes > 0 && node_env == ctx_.node_env_host) return;
   ctx_.node_env_host = node_env;
   ctx_.nodes = 0;  // re-prepare
   contacts_dirty_ = true;
