@@ -27,8 +27,9 @@ done
 
 build=${BUILD_DIR:-build-tsan}
 mkdir -p "$build"
-flags="-fsanitize=thread -fno-omit-frame-pointer"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONDSIM_CUDA=OFF \
+# -O1 -g1 (line tables) rather than RelWithDebInfo's -O2 -g, as in sanitizers.sh; NDEBUG as in Release
+flags="-fsanitize=thread -fno-omit-frame-pointer -O1 -g1 -DNDEBUG"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=None -DCONDSIM_CUDA=OFF \
   -DCMAKE_CXX_COMPILER=$llvm/bin/clang++ -DOpenMP_CXX_FLAGS=-fopenmp=libomp \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" ${CONDSIM_CMAKE_ARGS:-} \
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }
