@@ -526,6 +526,12 @@ TEST(FemBoundary, CarriedHandleMatchesTheHostFormula) {
   EXPECT_THROW(carried.CarryPrescribed(Array<Scalar>(backend.get(), mesh.x), Mat3::Identity(), Vec3(), Vec3(), 0.01), Error);
   EXPECT_THROW(carried.SetPrescribedReference({1, 2, 3}), Error);
   carried.SetPrescribedReference(reference);
+  // a new node set forgets the reference positions
+  FemModel renamed(backend.get(), mesh, mat, "renamed");
+  renamed.SetPrescribedNodes(handle);
+  renamed.SetPrescribedReference(reference);
+  renamed.SetPrescribedNodes(handle);
+  EXPECT_THROW(renamed.CarryPrescribed(Array<Scalar>(backend.get(), mesh.x), Mat3::Identity(), Vec3(), Vec3(), 0.01), Error);
   // the positions moved off the mesh; the handle turned about z and lifted
   std::vector<Scalar> xh = mesh.x;
   for (std::size_t k = 0; k < xh.size(); ++k) xh[k] += Scalar(1e-3) * std::sin(Scalar(k));

@@ -145,6 +145,9 @@ void FemModel::SetPrescribedNodes(const std::vector<Index>& nodes) {
     flag[i] = 1;
   }
   prescribed_nodes_ = nodes;
+  // a new node set needs its reference positions again (CarryPrescribed)
+  prescribed_index_ = Array<Index>();
+  prescribed_reference_ = Array<Scalar>();
   prescribed_ = Array<unsigned char>(backend_, flag);
   v_prescribed_ = Array<Scalar>(backend_, std::vector<Scalar>(std::size_t(num_nodes_) * 3, Scalar(0)));
 }
