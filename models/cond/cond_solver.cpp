@@ -204,54 +204,6 @@ void CondSolver::SetBodyModes(const BodyModes& modes) {
   free_.SetFreeBodies(modes);
 }
 
-void CondSolver::SetMassDiagonal(const std::vector<Scalar>& mass, const std::vector<Index>& body_start) {
-  for (std::size_t k = 1; k < body_start.size(); ++k)
-    CONDSIM_CHECK(body_start[k] > body_start[k - 1], "SetMassDiagonal: body_start must be ascending (entry " << k << ")");
-  for (std::size_t k = 0; k < mass.size(); ++k)
-    CONDSIM_CHECK(std::isfinite(mass[k]) && mass[k] >= 0, "SetMassDiagonal: DOF " << k << " has mass " << mass[k] << " (must be >= 0)");
-  mass_host_ = mass;
-  body_start_ = body_start;
-  mass_dirty_ = true;
-}
-
-void CondSolver::PrepareMomentum() {
-  mass_dirty_ = false;
-  body_mass_.clear();
-  if (mass_host_.empty()) return;
-  const Index n = 3 * ctx_.nodes;
-  CONDSIM_CHECK(Index(mass_host_.size()) <= n, "SetMassDiagonal: " << mass_host_.size() << " values for " << n << " DOFs");
-  // bodies: DOF ranges, with the sums of their masses and node counts
-  std::vector<Index> starts = body_start_;
-  if (starts.empty())
-    for (Index k = 0; k < ctx_.nodes; ++k)
-      if (k == 0 || ctx_.node_env_host[k] != ctx_.node_env_host[k - 1]) starts.push_back(k);
-  std::vector<Index> offsets{0};
-  for (Index k : starts)
-    if (3 * k > offsets.back()) offsets.push_back(3 * k);
-  if (n > offsets.back()) offsets.push_back(n);
-  const std::size_t nb = offsets.size() - 1;
-  body_mass_.assign(nb, 0);
-  body_nodes_.assign(nb, 0);
-  body_env_.assign(nb, 0);
-  std::vector<Scalar> mask[3];
-  for (auto& m : mask) m.assign(std::size_t(n), 0);
-  for (std::size_t b = 0; b < nb; ++b) {
-    body_env_[b] = ctx_.node_env_host[std::size_t(offsets[b] / 3)];
-    for (Index k = offsets[b]; k < offsets[b + 1]; ++k) {
-      if (std::size_t(k) >= mass_host_.size() || mass_host_[k] <= 0) continue;
-      mask[k % 3][k] = 1;
-      if (k % 3 == 0) {
-        body_mass_[b] += mass_host_[k];
-        body_nodes_[b] += 1;
-      }
-    }
-  }
-  for (int d = 0; d < 3; ++d) body_mask_[d].Assign(backend_, mask[d]);
-  body_offsets_.Assign(backend_, offsets);
-  body_sum_.Resize(backend_, Index(nb));
-  body_sum3_.Resize(backend_, 3 * Index(nb));
-}
-
 void CondSolver::Prepare(DeviceBlockMatrix& a) {
   const BlockPattern& p = a.pattern();
   CONDSIM_CHECK(p.block_dim == 3 && p.block_rows == p.block_cols,
@@ -420,47 +372,46 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
                                                   ctx_.env_active.data(), ne, l, params_.chebyshev, params_.chebyshev_start,
                                                   params_.max_iterations, env_chebyshev_.data(), env_nu_.data(), env_check_.data()});
   // between the host's checks the running environments iterate on (the commit skips the ones
-  // the state machine stopped)
+  // the state machine stopped); at a check: theta^2, the restarts and the failure flags in one
+  // download
   const bool check = (l + 1) % params_.check_every == 0 || l + 1 >= params_.max_iterations;
-  if (!check) {
-    if (!fused_) kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
-    return;
-  }
-  // the check: theta^2, the restarts and the failure flags in one download
-  loop->check = env_check_.ToHost();
-  st->chebyshev_restarts = 0;
-  for (Index e = 0; e < ne; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ne + e)]);
   std::vector<unsigned char> failed;
-  bool changed = false;
   double worst = 0;
-  for (Index e = 0; e < ne; ++e) {
-    if (!loop->active[e]) continue;
-    const double theta = std::sqrt(double(loop->check[std::size_t(e)]));
-    if (loop->check[std::size_t(2 * ne + e)] != 0 || !std::isfinite(theta)) {
-      // divergence: this environment keeps its last finite iterate, the others go on
-      st->failed_envs.push_back(e);
-      failed.resize(std::size_t(ne), 0);
-      failed[e] = 1;
-      loop->active[e] = 0;
-      changed = true;
-      --loop->running;
-      continue;
+  if (check) {
+    loop->check = env_check_.ToHost();
+    st->chebyshev_restarts = 0;
+    for (Index e = 0; e < ne; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ne + e)]);
+    bool changed = false;
+    for (Index e = 0; e < ne; ++e) {
+      if (!loop->active[e]) continue;
+      const double theta = std::sqrt(double(loop->check[std::size_t(e)]));
+      if (loop->check[std::size_t(2 * ne + e)] != 0 || !std::isfinite(theta)) {
+        // divergence: this environment keeps its last finite iterate, the others go on
+        st->failed_envs.push_back(e);
+        failed.resize(std::size_t(ne), 0);
+        failed[e] = 1;
+        loop->active[e] = 0;
+        changed = true;
+        --loop->running;
+        continue;
+      }
+      worst = std::max(worst, theta);
+      st->env_iterations[e] = l + 1;
+      st->env_residual[e] = theta;
     }
-    worst = std::max(worst, theta);
-    st->env_iterations[e] = l + 1;
-    st->env_residual[e] = theta;
+    if (changed) SetActive(loop->active);
   }
-  if (changed) SetActive(loop->active);
   if (!fused_) {
     kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
   } else if (!failed.empty()) {
     FusedRestore(failed, v);
   }
+  if (!check) return;
   if (params_.record_history) st->history.push_back(worst);
   // environments below theta_th stop (Alg. 1 line 13); with the momentum check they first pass
   // it at the next iteration's r. When none runs on, the flags stay as they are (the next solve
   // sets them)
-  changed = false;
+  bool changed = false;
   for (Index e = 0; e < ne; ++e) {
     if (loop->active[e] && st->env_residual[e] < params_.theta_threshold) {
       if (momentum_check()) {
