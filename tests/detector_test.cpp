@@ -88,6 +88,11 @@ TEST(Detector, ShapeCandidatesMatchTheHostRule) {
       shapes.push_back(sh);
     };
     add(ShapeType::kPlane, Vec3(), false);
+    // the plane below the scene's cube, tilted by at most ~0.3 rad: it flags the lowest points
+    // (a plane through the cube flagged every point behind it, up to all of them)
+    shapes.back().shape.center = Vec3(0.025, 0.025, -0.03);
+    shapes.back().shape.orientation = Normalized(Quat(1, Scalar(0.15) * u(rng), Scalar(0.15) * u(rng), 0));
+    shapes.back().x = shapes.back().shape.center;
     add(ShapeType::kSphere, Vec3(0.01, 0, 0), false);
     add(ShapeType::kBox, Vec3(0.01, 0.005, 0.008), true);
     add(ShapeType::kCapsule, Vec3(0.004, 0.01, 0), true);
