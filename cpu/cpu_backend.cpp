@@ -1,7 +1,12 @@
 // The CPU/OpenMP backend.
 #include "cpu/cpu_backend.h"
 
+#include <cxxabi.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -166,9 +171,23 @@ const CheckMode& Checks() {
     const std::string gd = guard != nullptr ? guard : "";
     CONDSIM_CHECK(gd.empty() || gd == "0" || gd == "1", "CONDSIM_CPU_GUARD: '" << gd << "' is not 0 or 1");
     m.guard = gd == "1";
+    if (const char* log = std::getenv("CONDSIM_CPU_KERNEL_LOG")) m.kernel_log = log;
     return m;
   }();
   return mode;
+}
+
+void LogKernelType(const std::type_info& type) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string line = status == 0 && name != nullptr ? name : type.name();
+  std::free(name);
+  line += '\n';
+  const int fd = open(Checks().kernel_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  CONDSIM_CHECK(fd >= 0, "CONDSIM_CPU_KERNEL_LOG: cannot open '" << Checks().kernel_log << "': " << std::strerror(errno));
+  const ssize_t written = write(fd, line.data(), line.size());
+  close(fd);
+  CONDSIM_CHECK(written == ssize_t(line.size()), "CONDSIM_CPU_KERNEL_LOG: cannot write '" << Checks().kernel_log << "'");
 }
 
 std::vector<Index> CheckedOrder(Index n) {

@@ -5,7 +5,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
@@ -34,14 +36,26 @@ struct GrainOf<F, std::void_t<decltype(F::kGrain)>> {
 // checks of GPU semantics on the CPU (scripts/gpu-semantics.sh), read once from the environment:
 // CONDSIM_CPU_ORDER=reverse|shuffle runs every launch's items in reversed or shuffled order (a GPU
 // promises no order: a result that changes shows a dependence between items), and
-// CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers), and
-// CONDSIM_CPU_GUARD=1 runs the backend in guarded memory (cpu/guarded_memory.h)
+// CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers),
+// CONDSIM_CPU_GUARD=1 runs the backend in guarded memory (cpu/guarded_memory.h), and
+// CONDSIM_CPU_KERNEL_LOG=FILE appends the name of each functor type the process launches, once
+// per type (scripts/ci-excludes.sh: the kernels of the tests a CI stage leaves out)
 struct CheckMode {
   enum Order { kForward, kReverse, kShuffle } order = kForward;
-  Index grain = 0;     // 0: the functors' own
-  bool guard = false;  // guarded memory
+  Index grain = 0;        // 0: the functors' own
+  bool guard = false;     // guarded memory
+  std::string kernel_log;  // empty: no log
 };
 const CheckMode& Checks();
+// appends the demangled type name and a newline to the kernel log in one write(2) (O_APPEND:
+// several processes, e.g. ctest -j, may share the file)
+void LogKernelType(const std::type_info& type);
+// the kernel log's entry for F, the first time F is launched in this process
+template <class F>
+void LogKernel() {
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true)) LogKernelType(typeid(F));
+}
 // the item order of one launch under CheckMode (the next permutation of a fixed sequence)
 std::vector<Index> CheckedOrder(Index n);
 
@@ -89,6 +103,7 @@ void CheckFunctor(const F& f) {
 // memory first the functor's scan for host pointers, then the loop with the region open
 template <class F>
 void Launch(int threads, Index n, const F& f) {
+  if (!Checks().kernel_log.empty()) LogKernel<F>();
   if (Checks().guard) {
     CheckFunctor(f);
     const GuardScope open;
@@ -120,6 +135,7 @@ template <class Term, class Combine>
 void SegmentedReduce(int threads, Index num_segments, const Index* offsets, Scalar identity,
                      const Term& term, const Combine& combine, Scalar* out) {
   // the term is the device functor (the chunk loop below is this backend's own machinery)
+  if (!Checks().kernel_log.empty()) LogKernel<Term>();
   if (Checks().guard) CheckFunctor(term);
   const GuardScope open;
   // chunk c covers [chunk_begin[c], chunk_begin[c+1]) within one segment

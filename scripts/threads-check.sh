@@ -5,14 +5,39 @@
 # item (CONDSIM_CPU_GRAIN=1, cpu/parallel.h), so every launch splits its items between threads.
 # The tests compare against references at the tolerances they use on 1 thread: CPU reductions
 # are thread-count independent by construction, so a failure here is a race or a dependence on
-# the thread count. Usage: scripts/threads-check.sh [BUILD_DIR] [ctest args]
+# the thread count.
+# The suite runs in two parts, each writing the functor types it launches to a kernel log
+# (CONDSIM_CPU_KERNEL_LOG): the tests that every CI stage runs, then those that some stage leaves
+# out (scripts/ci-excludes.sh). A functor type launched only by the second part fails the check:
+# a stage that leaves those tests out would never launch it.
+# Usage: scripts/threads-check.sh [BUILD_DIR] [ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build
 if [ $# -gt 0 ] && [ -d "$1" ]; then build=$1; shift; fi
 [ -f "$build/tests/CTestTestfile.cmake" ] \
   || { echo "threads-check: $build has no tests (build it first: scripts/quickstart.sh test)" >&2; exit 1; }
+. scripts/ci-excludes.sh
+left_out=$(ci_excluded_union)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 cd "$build"
 # passive waiting: ctest runs JOBS tests at once, and spinning idle threads would starve the others
 export CONDSIM_TEST_THREADS=${THREADS:-2} OMP_NUM_THREADS=${THREADS:-2} CONDSIM_CPU_GRAIN=1 OMP_WAIT_POLICY=passive
-ctest -L cpu --output-on-failure -j"${JOBS:-2}" "$@"
+status=0
+echo "== the tests every CI stage runs"
+CONDSIM_CPU_KERNEL_LOG=$logs/kept ctest -L cpu -E "$left_out" --output-on-failure -j"${JOBS:-2}" "$@" || status=1
+echo "== the tests some CI stage leaves out (scripts/ci-excludes.sh)"
+CONDSIM_CPU_KERNEL_LOG=$logs/left ctest -L cpu -R "$left_out" --output-on-failure -j"${JOBS:-2}" "$@" || status=1
+touch "$logs/kept" "$logs/left"
+sort -u "$logs/kept" -o "$logs/kept"
+sort -u "$logs/left" -o "$logs/left"
+only=$(comm -13 "$logs/kept" "$logs/left")
+if [ -n "$only" ]; then
+  echo "threads-check: functor types launched only by tests that a CI stage leaves out (scripts/ci-excludes.sh):" >&2
+  echo "$only" >&2
+  status=1
+else
+  echo "threads-check: the $(wc -l <"$logs/left") functor types of the left-out tests are all launched by the $(wc -l <"$logs/kept") of the kept ones"
+fi
+exit $status

@@ -8,11 +8,9 @@
 # one of them writing, fail the run (halt_on_error). scripts/tsan.supp lists the proven false
 # positives in third-party code. Installs clang-14 and libomp-14-dev when missing (as root).
 # Usage: scripts/tsan.sh [ctest args]   (e.g. -R World to run a subset)
-# TSAN_EXCLUDE (ctest -E regex) leaves out three long tests whose kernels shorter tests run too
-# (TSan makes them 5-10x slower; ~30 % of the suite's time): FemCantilever's convergence study
-# (FEM: FemDynamics.*, WorldFemContact.*), the soft-ball-gripping batch scene (batched worlds:
-# the other WorldBatch scenes and WorldBatchFailure.*), and the gpu-session script (its batch
-# and bench runs: cli.batch_*). TSAN_EXCLUDE= runs all of `ctest -L cpu`.
+# TSAN_EXCLUDE (scripts/ci-excludes.sh, a ctest -E regex) leaves out the longest tests; every
+# kernel they launch is launched by a test that runs here (checked by scripts/threads-check.sh).
+# TSAN_EXCLUDE= runs all of `ctest -L cpu`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -51,5 +49,6 @@ export CONDSIM_TEST_THREADS=2 OMP_NUM_THREADS=2 CONDSIM_CPU_GRAIN=1 OMP_WAIT_POL
 # ignore_noninstrumented_modules: no reports inside libomp, libstdc++, HDF5 or GoogleTest (built
 # without TSan; Archer's recommended setting); any report fails the test (exit code 66)
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$root/scripts/tsan.supp}
-exclude=${TSAN_EXCLUDE-'^(FemCantilever\.TipDeflectionConvergesToEulerBernoulli$|Scenes/WorldBatch\.EnvironmentsStepAsAlone/softXballXgripping |scripts\.gpu_session$)'}
+. "$root/scripts/ci-excludes.sh"
+exclude=$TSAN_EXCLUDE
 ctest -L cpu ${exclude:+-E "$exclude"} --output-on-failure -j"${JOBS:-2}" "$@"
