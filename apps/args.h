@@ -104,7 +104,7 @@ long long StepCount(const Args& args, const Scene& scene, const std::string& com
 void Preflight(const std::string& dir);
 // --threads N, capped at the hardware threads
 int ThreadCount(const Args& args, bool quiet, const std::string& command);
-// --spmv csr|bsr|rowloop: the CUDA backend's SpMV path (default csr)
+// --spmv csr|bsr|rowloop: the CUDA backend's SpMV path (default rowloop)
 SpmvFormat SpmvOption(const Args& args);
 
 int RunInfo(const std::vector<std::string>& args);

@@ -2,6 +2,7 @@
 // World (BuildBatch) and as `condsim batch` schedules them (groups of the automatic size,
 // apps/batch_groups.h), against each environment alone (docs/batch.md, "Performance").
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -80,6 +81,12 @@ Run Measure(const std::string& path, Index first, Index n, Index group, Backend*
   return out;
 }
 
+// the host memory available now [bytes] (sysconf: free and reclaimable pages); 0 when unknown
+double AvailableHostBytes() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? double(pages) * double(page) : 0;
+}
+
 }  // namespace
 
 // per scene and backend: the reference "alone" (the mean cost per step of seeds 0 ... 7 each in a
@@ -113,22 +120,36 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
         std::printf("# %s: %.2f MB per environment (EnvironmentBytes), auto group %d\n", path.c_str(), double(env_bytes) / 1e6,
                     AutoGroupSize(env_bytes, cache, lanes, 1 << 20));
       const Index alone_seeds = std::min<Index>(8, *std::max_element(envs.begin(), envs.end()));
-      double alone = 0;
-      for (Index s = 0; s < alone_seeds; ++s)
+      double alone = 0, alone_bytes = 0;
+      for (Index s = 0; s < alone_seeds; ++s) {
+        const std::int64_t before = backend->counters().allocated_bytes;
         alone += Measure(path, s, 1, 1, backend.get(), lanes, steps, reps, cpu_time).per_step / double(alone_seeds);
+        // what one environment's World allocates, its contact reservation included (an upper bound
+        // of its peak: freed buffers count too)
+        alone_bytes = std::max(alone_bytes, double(backend->counters().allocated_bytes - before));
+      }
       for (Index n : envs) {
         const Index group = group_size > 0 ? std::min(group_size, n) : cpu ? AutoGroupSize(env_bytes, cache, lanes, n) : n;
-        const Run packed = Measure(path, 0, n, n, backend.get(), lanes, steps, reps, cpu_time);
+        // the packed World of n environments on the CPU needs about n times one's memory: left out
+        // when that exceeds 60 % of the host memory available now (the grouped schedule still runs)
+        const double packed_need = double(n) * alone_bytes, available = AvailableHostBytes();
+        const bool packed_fits = !cpu || available == 0 || packed_need <= 0.6 * available;
+        if (!packed_fits)
+          std::printf("# %s, %d environments: packed World left out: it needs about %.1f GB (%.1f MB per environment), %.1f GB available\n",
+                      path.c_str(), n, packed_need / 1e9, alone_bytes / 1e6, available / 1e9);
+        Run packed;
+        if (packed_fits) packed = Measure(path, 0, n, n, backend.get(), lanes, steps, reps, cpu_time);
         // the runner's schedule: waves of one group per thread that steps groups, each wave run
         // to its end before the next (apps/batch.cpp): the sum of the waves' costs per step
         Run grouped = packed;
-        if (group < n) {
+        if (group < n || !packed_fits) {
           const Index parallel = ParallelGroupBackends(*backend, lanes, std::size_t((n + group - 1) / group)).empty() ? 1 : lanes;
           const Index wave = std::min(n, group * parallel);
           grouped = Run{};
           for (Index first = 0; first < n; first += wave) {
             const Index m = std::min(wave, n - first);
             const Run w = Measure(path, first, m, group, backend.get(), lanes, steps, reps, cpu_time);
+            if (!packed_fits) grouped.dofs += w.dofs, grouped.name = w.name;
             grouped.per_step += w.per_step;
             grouped.it_mean += w.it_mean * double(m) / double(n);
             grouped.it_max += w.it_max * double(m) / double(n);
@@ -136,28 +157,38 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
           }
         }
         const double packed_env = packed.per_step / double(n), grouped_env = grouped.per_step / double(n);
-        std::printf("%-26s %-18s %5d %8d %5d %11.3f %9.3f %11.3f %9.1f %9.3f %7.1f %7.1f %7.1f\n", name.c_str(), packed.name.c_str(), n,
-                    packed.dofs, group, packed.per_step * 1e3, packed_env / alone, grouped.per_step * 1e3, 1 / grouped_env,
-                    grouped_env / alone, packed.it_mean, packed.it_max, grouped.it_max);
+        // the scene, DOFs and mean iterations of the environments: the same in either schedule
+        const Run& envs_run = packed_fits ? packed : grouped;
+        const auto packed_value = [&](double v) { return packed_fits ? nlohmann::json(v) : nlohmann::json(nullptr); };
+        // the packed columns, "-" when the packed World was left out
+        char packed_cols[32] = "          -         -", it_pack[16] = "      -";
+        if (packed_fits) {
+          std::snprintf(packed_cols, sizeof(packed_cols), "%11.3f %9.3f", packed.per_step * 1e3, packed_env / alone);
+          std::snprintf(it_pack, sizeof(it_pack), "%7.1f", packed.it_max);
+        }
+        std::printf("%-26s %-18s %5d %8d %5d %s %11.3f %9.1f %9.3f %7.1f %s %7.1f\n", name.c_str(), envs_run.name.c_str(), n,
+                    envs_run.dofs, group, packed_cols, grouped.per_step * 1e3, 1 / grouped_env, grouped_env / alone, envs_run.it_mean,
+                    it_pack, grouped.it_max);
         std::fflush(stdout);
         rows.push_back({{"backend", name},
-                        {"scene", packed.name},
+                        {"scene", envs_run.name},
                         {"envs", n},
-                        {"dofs", packed.dofs},
+                        {"dofs", envs_run.dofs},
                         {"group", group},
                         {"groups", grouped.groups},
                         {"env_bytes", env_bytes},
+                        {"alone_bytes", alone_bytes},
                         {"l2_bytes", cache.l2},
                         {"last_level_cache_bytes", cache.last},
                         {"alone_seconds_per_step", alone},
-                        {"packed_seconds_per_step", packed.per_step},
-                        {"packed_env_steps_per_s", 1 / packed_env},
-                        {"packed_cost_vs_alone", packed_env / alone},
+                        {"packed_seconds_per_step", packed_value(packed.per_step)},
+                        {"packed_env_steps_per_s", packed_value(1 / packed_env)},
+                        {"packed_cost_vs_alone", packed_value(packed_env / alone)},
                         {"grouped_seconds_per_step", grouped.per_step},
                         {"grouped_env_steps_per_s", 1 / grouped_env},
                         {"grouped_cost_vs_alone", grouped_env / alone},
-                        {"iterations_mean", packed.it_mean},
-                        {"iterations_packed", packed.it_max},
+                        {"iterations_mean", envs_run.it_mean},
+                        {"iterations_packed", packed_value(packed.it_max)},
                         {"iterations_grouped", grouped.it_max},
                         {"clock", cpu_time ? "thread_cpu" : "wall"},
                         {"steps", steps},

@@ -55,7 +55,7 @@ int RunScene(const std::vector<std::string>& argv) {
                  "when the scene sets output.frame_rate (--no-output: skip it).\n"
                  "--seed N (0 .. 2^53 - 1): draw the scene's randomized values (its \"randomization\" ranges) with seed N;\n"
                  "without it the values written in the file are used.\n"
-                 "--spmv: the cuda backend's SpMV path (default csr; rowloop: each row alone, as in a batch).\n"
+                 "--spmv: the cuda backend's SpMV path (default rowloop: each row alone, bitwise as in a batch; csr, bsr: cuSPARSE).\n"
                  "--verbose: one line per step (iterations, residual, contacts, penetration, time, inelastic stage time).\n"
                  "Without a scene: a built-in check of the backend path (one implicit step of a batch\n"
                  "of hanging chains) with [--envs 8] [--nodes 1000] [--tol 1e-10] [--max-iters 10000].\n";

@@ -96,7 +96,7 @@ void Preflight(const std::string& dir) {
 
 SpmvFormat SpmvOption(const Args& args) {
   try {
-    return ParseSpmvFormat(args.Get("--spmv", "csr"));
+    return ParseSpmvFormat(args.Get("--spmv", "rowloop"));
   } catch (const Error& e) {
     throw Error(std::string("option --spmv: ") + e.what());
   }

@@ -90,7 +90,9 @@ TEST(BlockMatrix, CsrExpansionMatchesTheDenseMatrix) {
     std::vector<int> used(a.values.size(), 0);
     for (Index r = 0; r < a.pattern.rows(); ++r) {
       for (Index e = csr.row_ptr[r]; e < csr.row_ptr[r + 1]; ++e) {
-        if (e > csr.row_ptr[r]) EXPECT_LT(csr.col[e - 1], csr.col[e]) << "row " << r;
+        if (e > csr.row_ptr[r]) {
+          EXPECT_LT(csr.col[e - 1], csr.col[e]) << "row " << r;
+        }
         rebuilt(r, csr.col[e]) = a.values[std::size_t(csr.map[e])];
         ++used[std::size_t(csr.map[e])];
       }

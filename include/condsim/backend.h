@@ -23,7 +23,9 @@ enum class BackendKind { kCpu, kCuda };
 enum class BackendChoice { kCpu, kCuda, kAuto };
 // how the CUDA backend multiplies block-sparse matrices (the CPU backend always uses kRowLoop):
 // kCsr = cuSPARSE SpMV on the scalar CSR expansion, kBsr = cuSPARSE SpMV on BSR blocks,
-// kRowLoop = condsim's own BsrRowSpmvOp, one thread per block row (same arithmetic as the CPU)
+// kRowLoop = condsim's own BsrRowSpmvOp, one thread per block row (same arithmetic as the CPU; a
+// row's sum does not depend on the other rows, so a batch member multiplies as it does alone, and
+// the rows of stopped environments are skipped). The default: reproducible across batch sizes.
 enum class SpmvFormat { kCsr, kBsr, kRowLoop };
 
 const char* ToString(BackendKind kind);
@@ -36,7 +38,7 @@ SpmvFormat ParseSpmvFormat(const std::string& name);
 struct BackendOptions {
   int cpu_threads = 0;                     // 0 = OpenMP's default (OMP_NUM_THREADS or all cores)
   int cuda_device = 0;                     // CUDA device ordinal
-  SpmvFormat spmv_format = SpmvFormat::kCsr;  // CUDA SpMV path (see docs/performance.md)
+  SpmvFormat spmv_format = SpmvFormat::kRowLoop;  // CUDA SpMV path (see docs/performance.md)
 };
 
 // what is known about the CUDA backend in this process
