@@ -425,5 +425,88 @@ TEST(ResidentStep, DetectionDownloadsScaleWithContactsNotNodes) {
   }
 }
 
+
+// StepStats::bodies / World::BodyMomenta for FEM bodies and cables: the point terms summed per
+// body on the backend (models/world/momenta.h), against the same sums on the host from the state
+// read back, in long double (reference: the definitions sum m v.v / 2, sum m v, sum x × m v, plus
+// a cable segment's spin w^T I_w w / 2 and I_w w, I_w = R diag(I) R^T). Tolerance 1e-12 of the
+// sum of the terms' magnitudes (the backend sums in 4096-term chunks). Traffic: one read of 7
+// numbers per deformable body and nothing uploaded after the first call (before: every FEM
+// body's x and v and every cable's x, q and (v, w) read back each step)
+TEST(ResidentStep, BodyMomentaAreSummedOnTheBackend) {
+  for (const char* name : {"soft_mat_folding", "cable_winding"}) {
+    SCOPED_TRACE(name);
+    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    auto be = Cpu();
+    SceneWorld sw = BuildWorld(scene, be.get());
+    for (int k = 0; k < 3; ++k) {
+      ApplyControls(scene, &sw);
+      sw.world->Step();
+    }
+    World& w = *sw.world;
+    w.BodyMomenta();  // the first call uploads the masses
+    const BackendCounters c0 = be->counters();
+    const std::vector<BodyMomentum> m = w.BodyMomenta();
+    const BackendCounters d = be->counters() - c0;
+    const std::size_t deformable = sw.fem_ids.size() + sw.rod_ids.size();
+    ASSERT_GT(deformable, 0u);
+    EXPECT_EQ(d.downloads, 1);
+    EXPECT_EQ(d.download_bytes, std::int64_t(7 * sizeof(Scalar) * deformable));
+    EXPECT_EQ(d.uploads, 0);
+    EXPECT_EQ(d.allocations, 0);
+    // the host sums: 7 values and the sum of the magnitudes of their terms
+    const auto check = [&](Index id, const std::vector<long double>& ref, const std::vector<long double>& mag) {
+      const Scalar got[7] = {m[std::size_t(id)].kinetic_energy, m[std::size_t(id)].linear[0], m[std::size_t(id)].linear[1],
+                             m[std::size_t(id)].linear[2],      m[std::size_t(id)].angular[0], m[std::size_t(id)].angular[1],
+                             m[std::size_t(id)].angular[2]};
+      for (int k = 0; k < 7; ++k) EXPECT_NEAR(double(got[k]), double(ref[std::size_t(k)]), 1e-12 * double(mag[std::size_t(k)]) + 1e-300) << "body " << id << " term " << k;
+    };
+    const auto add = [](std::vector<long double>* ref, std::vector<long double>* mag, int k, long double t) {
+      (*ref)[std::size_t(k)] += t;
+      (*mag)[std::size_t(k)] += t < 0 ? -t : t;
+    };
+    for (Index id : sw.fem_ids) {
+      const std::vector<Scalar> x = w.FemPositions(id), v = w.FemVelocities(id), mass = w.fem_model(id).lumped_mass();
+      std::vector<long double> ref(7, 0), mag(7, 0);
+      for (std::size_t i = 0; i < mass.size(); ++i) {
+        const long double p[3] = {mass[i] * (long double)v[3 * i], mass[i] * (long double)v[3 * i + 1], mass[i] * (long double)v[3 * i + 2]};
+        add(&ref, &mag, 0, 0.5L * (p[0] * v[3 * i] + p[1] * v[3 * i + 1] + p[2] * v[3 * i + 2]));
+        for (int a = 0; a < 3; ++a) add(&ref, &mag, 1 + a, p[a]);
+        const long double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]};
+        add(&ref, &mag, 4, xi[1] * p[2] - xi[2] * p[1]);
+        add(&ref, &mag, 5, xi[2] * p[0] - xi[0] * p[2]);
+        add(&ref, &mag, 6, xi[0] * p[1] - xi[1] * p[0]);
+      }
+      check(id, ref, mag);
+    }
+    for (Index id : sw.rod_ids) {
+      const std::vector<Scalar> x = w.RodPositions(id), v = w.RodVelocities(id), om = w.RodAngularVelocities(id);
+      const std::vector<Scalar> q = w.rod_model(id).orientations().ToHost();
+      const long double ms = w.rod_model(id).segment_mass();
+      const std::vector<Scalar> inertia = w.rod_model(id).inertia();
+      std::vector<long double> ref(7, 0), mag(7, 0);
+      for (std::size_t s = 0; s < x.size() / 3; ++s) {
+        const long double p[3] = {ms * v[3 * s], ms * v[3 * s + 1], ms * v[3 * s + 2]};
+        add(&ref, &mag, 0, 0.5L * (p[0] * v[3 * s] + p[1] * v[3 * s + 1] + p[2] * v[3 * s + 2]));
+        for (int a = 0; a < 3; ++a) add(&ref, &mag, 1 + a, p[a]);
+        add(&ref, &mag, 4, x[3 * s + 1] * p[2] - x[3 * s + 2] * p[1]);
+        add(&ref, &mag, 5, x[3 * s + 2] * p[0] - x[3 * s] * p[2]);
+        add(&ref, &mag, 6, x[3 * s] * p[1] - x[3 * s + 1] * p[0]);
+        // spin: I_w w with I_w = R diag(I) R^T (R from the unit quaternion w, x, y, z)
+        const long double qw = q[4 * s], qx = q[4 * s + 1], qy = q[4 * s + 2], qz = q[4 * s + 3];
+        const long double r[3][3] = {{1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)},
+                                     {2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx)},
+                                     {2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)}};
+        long double wb[3], lb[3];
+        for (int a = 0; a < 3; ++a) wb[a] = r[0][a] * om[3 * s] + r[1][a] * om[3 * s + 1] + r[2][a] * om[3 * s + 2];
+        for (int a = 0; a < 3; ++a) lb[a] = inertia[std::size_t(a)] * wb[a];
+        add(&ref, &mag, 0, 0.5L * (wb[0] * lb[0] + wb[1] * lb[1] + wb[2] * lb[2]));
+        for (int a = 0; a < 3; ++a) add(&ref, &mag, 4 + a, r[a][0] * lb[0] + r[a][1] * lb[1] + r[a][2] * lb[2]);
+      }
+      check(id, ref, mag);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace condsim

@@ -64,42 +64,6 @@ std::vector<Scalar> WorldBodies::BaseNodeMasses() const {
 
 Array<Scalar>& WorldBodies::DeformableVelocity(std::size_t d) { return d < fem.size() ? fem[d]->v : rods[d - fem.size()]->v; }
 
-BodyMomentum PointMomentum(Index n, const Scalar* mass, const Scalar* x, const Scalar* v, Index stride) {
-  BodyMomentum m;
-  for (Index i = 0; i < n; ++i) {
-    const Vec3 vi(v[std::size_t(stride) * i], v[std::size_t(stride) * i + 1], v[std::size_t(stride) * i + 2]);
-    const Vec3 p = mass[i] * vi;
-    m.kinetic_energy += Scalar(0.5) * Dot(p, vi);
-    m.linear += p;
-    if (x != nullptr) m.angular += Cross(LoadVec3(x, i), p);
-  }
-  return m;
-}
-
-BodyMomentum WorldBodies::FemMomentum(Index k, const Scalar* x, const Scalar* v) const {
-  const FemBody& f = *fem[k];
-  return PointMomentum(f.model->num_nodes(), f.mass.data(), x, v);
-}
-
-BodyMomentum WorldBodies::RodMomentum(Index k, const Scalar* x, const Scalar* q, const Scalar* vw) const {
-  const RodModel& r = *rods[k]->model;
-  const Index n = r.num_segments();
-  const std::vector<Scalar> mass(std::size_t(n), Scalar(r.segment_mass()));
-  BodyMomentum m = PointMomentum(n, mass.data(), x, vw, 6);
-  if (q == nullptr) return m;
-  // the segments' spin: L_s = R diag(I) R^T w (w in the world frame, docs/rod.md)
-  const Vec3 inertia(r.inertia()[0], r.inertia()[1], r.inertia()[2]);
-  for (Index s = 0; s < n; ++s) {
-    const Mat3 rot = ToMatrix(Quat(q[4 * std::size_t(s)], q[4 * std::size_t(s) + 1], q[4 * std::size_t(s) + 2], q[4 * std::size_t(s) + 3]));
-    const Vec3 w = LoadVec3(vw, 2 * s + 1);
-    const Vec3 wb = Transpose(rot) * w;
-    const Vec3 lb(inertia[0] * wb[0], inertia[1] * wb[1], inertia[2] * wb[2]);
-    m.kinetic_energy += Scalar(0.5) * Dot(wb, lb);
-    m.angular += rot * lb;
-  }
-  return m;
-}
-
 BodyMomentum WorldBodies::RigidMomentum(Index k, const Vec3& v, const Vec3& omega) const {
   const RigidBody& b = rigid.body(k);
   BodyMomentum m;

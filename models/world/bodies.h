@@ -89,9 +89,6 @@ struct BodyMomentum {
   Vec3 linear, angular;
 };
 
-// n point masses mass[i] at positions x (3 per point; null: no angular momentum) with velocities
-// v (3 per point, the i-th at v + stride i): sum m v^2 / 2, sum m v, sum x × m v
-BodyMomentum PointMomentum(Index n, const Scalar* mass, const Scalar* x, const Scalar* v, Index stride = 3);
 
 // a surface's depth limit: a quarter of its mean triangle edge (x: 3 per vertex; 0 without
 // triangles). Deeper vertices are taken to be across a thin wall, not inside
@@ -141,14 +138,8 @@ struct WorldBodies {
   // the lumped mass of every base node of the global system [kg]: 0 on rigid-body and cable
   // rotation nodes
   std::vector<Scalar> BaseNodeMasses() const;
-  // the momenta of the k-th body of a kind (host arrays; the health stage's kinetic energy and the
-  // per-step body statistics). FEM body k: lumped node masses at node positions x, velocities v
-  // (3 per node). Cable k: segment masses at centres x with (v, w) in vw (6 per segment), plus the
-  // segments' spin (energy w^T I_w w / 2, momentum I_w w, I_w = R diag(I) R^T from the
-  // orientations q, 4 per segment). x null: no angular momentum; q null: no spin.
-  BodyMomentum FemMomentum(Index k, const Scalar* x, const Scalar* v) const;
-  BodyMomentum RodMomentum(Index k, const Scalar* x, const Scalar* q, const Scalar* vw) const;
-  // rigid body k at its current pose with velocities v, omega: m v^2 / 2 + w^T I_w w / 2, m v,
+  // the momenta of the k-th rigid body (the FEM bodies' and cables': BodyMomentumSums,
+  // momenta.h): at its current pose with velocities v, omega: m v^2 / 2 + w^T I_w w / 2, m v,
   // I_w w + x × m v
   BodyMomentum RigidMomentum(Index k, const Vec3& v, const Vec3& omega) const;
   // first global node of rigid body k's (v, omega) pair

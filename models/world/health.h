@@ -23,8 +23,8 @@ struct HealthReport {
 };
 
 // v-hat as the host sees it after the solve (v-hat itself stays on the backend, in w->v): per
-// deformable body d its largest node speed (nodes with mass), its kinetic energy (as
-// WorldBodies::FemMomentum / RodMomentum without spin) and whether all its velocities are finite,
+// deformable body d its largest node speed (nodes with mass), its kinetic energy (the point
+// masses' m v.v / 2, as BodyMomentumTermsOp without a cable's spin) and whether all its velocities are finite,
 // reduced on the backend (SolveStage::Run); and the rigid bodies' v and omega nodes (3 per node,
 // rigid node order), read back
 struct VhatSummary {

@@ -277,19 +277,16 @@ void World::SetRodForces(Index body, const std::vector<Scalar>& f) {
 std::vector<BodyMomentum> World::BodyMomenta() {
   if (!finalized_) Finalize();
   std::vector<BodyMomentum> out(w_.ids.size());
+  const std::vector<BodyMomentum> deformable = momenta_.Run(w_);
   for (std::size_t b = 0; b < w_.ids.size(); ++b) {
     const Index k = w_.ids[b].second;
     switch (w_.ids[b].first) {
-      case BodyKind::kFem: {
-        const FemBody& f = *w_.fem[k];
-        out[b] = w_.FemMomentum(k, f.x.ToHost().data(), f.v.ToHost().data());
+      case BodyKind::kFem:
+        out[b] = deformable[std::size_t(k)];
         break;
-      }
-      case BodyKind::kRod: {
-        const RodBody& r = *w_.rods[k];
-        out[b] = w_.RodMomentum(k, r.model->positions().ToHost().data(), r.model->orientations().ToHost().data(), r.v.ToHost().data());
+      case BodyKind::kRod:
+        out[b] = deformable[w_.fem.size() + std::size_t(k)];
         break;
-      }
       case BodyKind::kRigid: {
         const RigidBody& rb = w_.rigid.body(k);
         out[b] = w_.RigidMomentum(k, rb.v, rb.omega);

@@ -20,6 +20,7 @@
 #include "models/world/detect.h"
 #include "models/world/health.h"
 #include "models/world/inelastic.h"
+#include "models/world/momenta.h"
 #include "models/world/nodalize.h"
 #include "models/world/solve.h"
 
@@ -182,10 +183,11 @@ class World {
   void SetFemVelocities(Index body, const std::vector<Scalar>& v);
   const std::vector<ContactRecord>& contacts() const { return records_; }
   // every body's kinetic energy, linear and angular momentum (about the world origin) at the
-  // current state, per body id (bodies.h: WorldBodies::FemMomentum, RodMomentum, RigidMomentum);
+  // current state, per body id (FEM bodies and cables: their point sums reduced on the backend,
+  // BodyMomentumSums, 7 numbers per body read back; rigid bodies: WorldBodies::RigidMomentum);
   // ends scene building like the first step
   std::vector<BodyMomentum> BodyMomenta();
-  // Step fills StepStats::bodies (a download of every deformable body's state per step)
+  // Step fills StepStats::bodies (BodyMomenta after every step)
   void set_body_momenta(bool on) { body_momenta_ = on; }
   // the sum of the contact forces on a body (the static world: body = -1)
   Wrench BodyWrench(Index body) const;
@@ -215,6 +217,7 @@ class World {
   std::vector<ContactRecord> records_;
   bool finalized_ = false;
   bool body_momenta_ = false;
+  BodyMomentumSums momenta_;  // the deformable bodies' momenta, reduced on the backend
   bool isolate_failures_ = false;
   Scalar time_ = 0;
   Index steps_ = 0;

@@ -1,5 +1,5 @@
-// Device functors of the world's stages (models/world/): v-hat's per-node checks after the solve
-// and the gathers/scatters of the inelastic stage's few nodes.
+// Device functors of the world's stages (models/world/): v-hat's per-node checks after the solve,
+// the bodies' momentum terms and the gathers/scatters of the inelastic stage's few nodes.
 #pragma once
 
 #include "condsim/core.h"
@@ -9,7 +9,7 @@ namespace condsim {
 
 // per base node i of v-hat (3 per node): terms[i] = |v_i| on a node with mass (else 0), terms[n +
 // i] = 0 when v_i is finite and NaN otherwise (x - x), ke[i] = (m_i v_i) . v_i / 2 (as
-// PointMomentum); reduced per body by SegmentedMaxAbs and SegmentedDot
+// BodyMomentumTermsOp); reduced per body by SegmentedMaxAbs and SegmentedDot
 struct VhatTermsOp {
   const Scalar* v;
   const Scalar* mass;
@@ -22,6 +22,41 @@ struct VhatTermsOp {
     terms[i] = mass[i] > 0 ? Norm(vi) : Scalar(0);
     terms[n + i] = (vi[0] - vi[0]) + (vi[1] - vi[1]) + (vi[2] - vi[2]);
     ke[i] = Scalar(0.5) * Dot(p, vi);
+  }
+};
+
+// per point i of a deformable body (an FEM node: v stride 3; a cable segment: (v, w), stride 6,
+// with its orientation q): the terms of the body's kinetic energy, linear and angular momentum
+// about the world origin, terms[k n + i] for k = 0 (m v.v / 2), 1-3 (m v), 4-6 (x × m v); a
+// cable segment adds its spin (w_b = R^T w, L_b = diag(I) w_b: w_b.L_b / 2 and R L_b, i.e.
+// w^T I_w w / 2 and I_w w with I_w = R diag(I) R^T). Summed per body and term by one SegmentedDot
+struct BodyMomentumTermsOp {
+  const Scalar* x;     // 3 per point
+  const Scalar* v;     // stride per point
+  const Scalar* mass;  // per point [kg]
+  const Scalar* q;     // 4 per segment (cables), else nullptr
+  Vec3 inertia;        // a cable segment's principal inertia [kg m^2]
+  Index stride;
+  Index n;
+  Scalar* terms;  // 7 n
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    const std::int64_t k = std::int64_t(stride) * i;
+    const Vec3 vi(v[k], v[k + 1], v[k + 2]);
+    const Vec3 p = mass[i] * vi;
+    Scalar ke = Scalar(0.5) * Dot(p, vi);
+    Vec3 l = Cross(LoadVec3(x, i), p);
+    if (q != nullptr) {
+      const Mat3 rot = ToMatrix(Quat(q[4 * std::int64_t(i)], q[4 * std::int64_t(i) + 1], q[4 * std::int64_t(i) + 2], q[4 * std::int64_t(i) + 3]));
+      const Vec3 wb = Transpose(rot) * Vec3(v[k + 3], v[k + 4], v[k + 5]);
+      const Vec3 lb(inertia[0] * wb[0], inertia[1] * wb[1], inertia[2] * wb[2]);
+      ke += Scalar(0.5) * Dot(wb, lb);
+      l += rot * lb;
+    }
+    terms[i] = ke;
+    for (int d = 0; d < 3; ++d) {
+      terms[(1 + d) * std::int64_t(n) + i] = p[d];
+      terms[(4 + d) * std::int64_t(n) + i] = l[d];
+    }
   }
 };
 
