@@ -320,6 +320,14 @@ int RunSceneFile(const Args& args) {
                   (long long)c.allocations, (long long)c.allocated_bytes, (long long)c.uploads, (long long)c.upload_bytes,
                   (long long)c.downloads, (long long)c.download_bytes, (long long)c.launches, double(l.allocations) / it,
                   double(l.uploads) / it, double(l.downloads) / it, double(l.download_bytes) / it, double(l.launches) / it);
+      // the step's transfers by stage (StepStats; the rest: the world's own stages and the controls)
+      const BackendCounters rest = c - st.detect_counters - st.modes_counters - st.pattern_counters - st.solver_counters;
+      std::printf("  transfers up / down [B]: detect %lld / %lld, modes %lld / %lld, pattern %lld / %lld, solver %lld / %lld, other %lld / %lld\n",
+                  (long long)st.detect_counters.upload_bytes, (long long)st.detect_counters.download_bytes,
+                  (long long)st.modes_counters.upload_bytes, (long long)st.modes_counters.download_bytes,
+                  (long long)st.pattern_counters.upload_bytes, (long long)st.pattern_counters.download_bytes,
+                  (long long)st.solver_counters.upload_bytes, (long long)st.solver_counters.download_bytes, (long long)rest.upload_bytes,
+                  (long long)rest.download_bytes);
     }
     t.iterations += st.cond.iterations;
     // the solver's warnings: the first one is printed, all are counted
