@@ -10,7 +10,7 @@
 
 namespace condsim {
 
-void CondBarycentric::Set(const BarycentricNodes& bn) {
+bool CondBarycentric::Set(const BarycentricNodes& bn) {
   const Index n = bn.size();
   CONDSIM_CHECK(bn.ptr.size() == std::size_t(n) + 1 && bn.ptr.front() == 0 && std::size_t(bn.ptr.back()) == bn.host.size() &&
                     bn.weight.size() == bn.host.size() && bn.kv.size() == std::size_t(n),
@@ -46,6 +46,7 @@ void CondBarycentric::Set(const BarycentricNodes& bn) {
       h.hw[e] = bn.weight[q];
       host_sum_[h.slot[q]] += bn.weight[q];
     }
+  const bool changed = bn.node != host_.node || bn.ptr != host_.ptr || bn.host != host_.host;
   h.node = bn.node;
   h.ptr = bn.ptr;
   h.host = bn.host;
@@ -55,6 +56,7 @@ void CondBarycentric::Set(const BarycentricNodes& bn) {
   num_hosts_ = static_cast<Index>(h.hnode.size());
   arrays_.Upload(ctx_->backend, h);
   host_ = std::move(h);
+  return changed;
 }
 
 void CondBarycentric::Check() const {

@@ -28,8 +28,9 @@ CONDSIM_RECORD_ARRAYS(BarycentricArrays, BarycentricView, CONDSIM_BARYCENTRIC_FI
 class CondBarycentric : public CondComponent {
  public:
   using CondComponent::CondComponent;
-  // hosts must not be rigid-group nodes or virtual nodes themselves
-  void Set(const BarycentricNodes& nodes);
+  // hosts must not be rigid-group nodes or virtual nodes themselves; returns whether the virtual
+  // nodes or their hosts changed (not only the weights and kv)
+  bool Set(const BarycentricNodes& nodes);
   // capacity for the virtual nodes of `bounds` (Array::Reserve)
   void Reserve(const ContactBounds& bounds);
   bool active() const override { return num_nodes_ > 0; }

@@ -194,9 +194,9 @@ void CondSolver::SetRigidGroups(const RigidGroups& groups) {
 }
 
 void CondSolver::SetBarycentricNodes(const BarycentricNodes& nodes) {
-  bary_.Set(nodes);
   contacts_dirty_ = true;  // also marks the hosts as scalar-w nodes inside chains
-  step_.Invalidate();      // the hosts' row sums change
+  // new virtual nodes or hosts: their row sums are made again (new weights alone: as new values)
+  if (bary_.Set(nodes)) step_.Invalidate();
 }
 
 void CondSolver::SetBodyModes(const BodyModes& modes) {

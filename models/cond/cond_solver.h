@@ -153,6 +153,8 @@ class CondSolver {
   // contact impulses of the last solve (3 per contact, contact frame)
   std::vector<Scalar> Impulses() const;
   const Array<Scalar>& impulses() const { return ctx_.lambda; }
+  // the step sizes W of the last solve (3 per node)
+  const Array<Scalar>& step_weights() const { return ctx_.w; }
   // |A v - b - Jc^T lambda| / |b| (Remark 1)
   double ConsistencyResidual(DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v);
 

@@ -70,14 +70,14 @@ void CondStepSize::Group(const std::vector<unsigned char>& own) {
 void CondStepSize::Compute(DeviceBlockMatrix& a, const std::vector<CondComponent*>& parts) {
   const CondParams& params = *ctx_->params;
   CondKernels& k = *ctx_->kernels;
-  if (w_matrix_ != &a || w_generation_ != a.generation() || solves_since_w_ >= params.w_reuse_solves) {
+  if (w_matrix_ != &a || w_pattern_ != a.pattern_version() || solves_since_w_ >= params.w_reuse_solves) {
     k.FrobeniusNodes(ctx_->nodes, a.row_ptr().data(), a.col_idx().data(), a.values().data(), diag_sum_.data(),
                      row_norm2_.data(), row_abs_.data());
     const FrobeniusSums rows{diag_sum_.data(), row_norm2_.data(), row_abs_.data()};
     for (CondComponent* c : parts)
       if (c->active()) c->RowSums(a, rows);
     w_matrix_ = &a;
-    w_generation_ = a.generation();
+    w_pattern_ = a.pattern_version();
     solves_since_w_ = 0;
   }
   ++solves_since_w_;

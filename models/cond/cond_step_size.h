@@ -23,8 +23,11 @@ class CondStepSize {
   // virtual nodes with their own Gamma (own[k] = 1; merging them would give their partner a w of
   // order 1 / kv); groups in order of their smallest node, nodes ascending within a group
   void Group(const std::vector<unsigned char>& own);
-  // W for a solve of A: A's per-node sums (reused for w_reuse_solves solves of one matrix
-  // object) with the components' rows, the groups' w, then the components' Gamma
+  // W for a solve of A: A's per-node sums with the components' rows, the groups' w, then the
+  // components' Gamma. The sums are reused for w_reuse_solves solves of one matrix object and
+  // pattern, also when its values changed in between (IV-C1: W changes little from step to
+  // step; the fixed point does not depend on W); a new matrix, pattern or node layout, or
+  // Invalidate, recomputes them
   void Compute(DeviceBlockMatrix& a, const std::vector<CondComponent*>& parts);
   // Barzilai-Borwein, iteration l >= 1: W = alpha_e I per environment from s = v - v_prev and
   // z = A s = r - r_prev (IV-C2); then r_prev = r. Frobenius: nothing.
@@ -36,7 +39,7 @@ class CondStepSize {
   Index num_groups_ = 0;
   Array<Scalar> diag_sum_, row_norm2_, row_abs_;  // per node
   const DeviceBlockMatrix* w_matrix_ = nullptr;
-  std::uint64_t w_generation_ = 0;  // of w_matrix_ (a World's system: a new one every step)
+  std::uint64_t w_pattern_ = 0;  // w_matrix_'s pattern_version() when the sums were made
   int solves_since_w_ = 0;
   // Barzilai-Borwein: r of the previous iteration, s, and alpha per environment
   Array<Scalar> r_prev_, s_, alpha_;
