@@ -259,7 +259,7 @@ void PrintHelp() {
                "`condsim batch merge DIR` joins the shard manifests into DIR/manifest.h5. --episode i: run that\n"
                "episode only. --group G: the episodes as Worlds of at most G (0, the default: auto;\n"
                "on the cpu from one environment's working set against the L2 and last-level caches, on cuda all N); the\n"
-               "results do not depend on it. --spmv: the cuda backend's SpMV (default rowloop: each row alone, so an episode's\n"
+               "results do not depend on it (on cuda: with --spmv rowloop). --spmv: the cuda backend's SpMV (default rowloop: each row alone, so an episode's\n"
                "data do not depend on the other environments of its World; csr, bsr: cuSPARSE, which may split a row's sum\n"
                "differently in a larger matrix).\n"
                "Exit: 0 all complete, 3 some failed, 1 error, 128 + signal when interrupted.\n";

@@ -411,7 +411,8 @@ int RunBench(const std::vector<std::string>& argv) {
     const CudaProbe probe = ProbeCuda(0);
     if (probe.usable) {
       for (SpmvFormat f : {SpmvFormat::kCsr, SpmvFormat::kBsr, SpmvFormat::kRowLoop}) {
-        if (what != "spmv" && what != "solver" && f != SpmvFormat::kCsr) continue;
+        // the other benchmarks on the default SpMV (what run and batch use)
+        if (what != "spmv" && what != "solver" && f != BackendOptions{}.spmv_format) continue;
         configs.push_back({BackendChoice::kCuda, f});
       }
     } else if (which == "cuda") {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -81,8 +82,15 @@ Run Measure(const std::string& path, Index first, Index n, Index group, Backend*
   return out;
 }
 
-// the host memory available now [bytes] (sysconf: free and reclaimable pages); 0 when unknown
+// the host memory available now [bytes]: /proc/meminfo's MemAvailable (free and reclaimable),
+// else sysconf's free pages; 0 when unknown
 double AvailableHostBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? double(pages) * double(page) : 0;
 }
@@ -130,21 +138,27 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
       }
       for (Index n : envs) {
         const Index group = group_size > 0 ? std::min(group_size, n) : cpu ? AutoGroupSize(env_bytes, cache, lanes, n) : n;
-        // the packed World of n environments on the CPU needs about n times one's memory: left out
-        // when that exceeds 60 % of the host memory available now (the grouped schedule still runs)
-        const double packed_need = double(n) * alone_bytes, available = AvailableHostBytes();
-        const bool packed_fits = !cpu || available == 0 || packed_need <= 0.6 * available;
+        // the runner's schedule: waves of one group per thread that steps groups
+        const Index parallel = ParallelGroupBackends(*backend, lanes, std::size_t((n + group - 1) / group)).empty() ? 1 : lanes;
+        const Index wave = std::min(n, group * parallel);
+        // k environments at once on the CPU need about k times one's memory: a World (or wave)
+        // that would take over 60 % of the host memory available now is left out
+        const double available = AvailableHostBytes();
+        const auto fits = [&](Index k) { return !cpu || available == 0 || double(k) * alone_bytes <= 0.6 * available; };
+        if (!fits(wave)) {
+          std::printf("# %s, %d environments: left out: a wave of %d needs about %.1f GB (%.1f MB per environment), %.1f GB available\n",
+                      path.c_str(), n, wave, double(wave) * alone_bytes / 1e9, alone_bytes / 1e6, available / 1e9);
+          continue;
+        }
+        const bool packed_fits = fits(n);
         if (!packed_fits)
           std::printf("# %s, %d environments: packed World left out: it needs about %.1f GB (%.1f MB per environment), %.1f GB available\n",
-                      path.c_str(), n, packed_need / 1e9, alone_bytes / 1e6, available / 1e9);
+                      path.c_str(), n, double(n) * alone_bytes / 1e9, alone_bytes / 1e6, available / 1e9);
         Run packed;
         if (packed_fits) packed = Measure(path, 0, n, n, backend.get(), lanes, steps, reps, cpu_time);
-        // the runner's schedule: waves of one group per thread that steps groups, each wave run
-        // to its end before the next (apps/batch.cpp): the sum of the waves' costs per step
+        // each wave run to its end before the next (apps/batch.cpp): the sum of the waves' costs per step
         Run grouped = packed;
         if (group < n || !packed_fits) {
-          const Index parallel = ParallelGroupBackends(*backend, lanes, std::size_t((n + group - 1) / group)).empty() ? 1 : lanes;
-          const Index wave = std::min(n, group * parallel);
           grouped = Run{};
           for (Index first = 0; first < n; first += wave) {
             const Index m = std::min(wave, n - first);

@@ -186,8 +186,10 @@ void LogKernelType(const std::type_info& type) {
   const int fd = open(Checks().kernel_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   CONDSIM_CHECK(fd >= 0, "CONDSIM_CPU_KERNEL_LOG: cannot open '" << Checks().kernel_log << "': " << std::strerror(errno));
   const ssize_t written = write(fd, line.data(), line.size());
+  const int error = errno;
   close(fd);
-  CONDSIM_CHECK(written == ssize_t(line.size()), "CONDSIM_CPU_KERNEL_LOG: cannot write '" << Checks().kernel_log << "'");
+  CONDSIM_CHECK(written == ssize_t(line.size()),
+                "CONDSIM_CPU_KERNEL_LOG: cannot write '" << Checks().kernel_log << "': " << std::strerror(error));
 }
 
 std::vector<Index> CheckedOrder(Index n) {

@@ -5,7 +5,8 @@
 # Out-of-bounds accesses, use after free, leaks and undefined behaviour (signed overflow,
 # misaligned or null accesses, bad shifts) in host code and in the shared functors as the CPU
 # backend runs them fail the run. ASAN_EXCLUDE (scripts/ci-excludes.sh) leaves out the longest
-# tests (ASAN_EXCLUDE= runs them all). Usage: scripts/sanitizers.sh [ctest args]
+# tests (ASAN_EXCLUDE= runs them all; a -E among the ctest args replaces it). Usage:
+# scripts/sanitizers.sh [ctest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-asan}

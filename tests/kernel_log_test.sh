@@ -6,7 +6,7 @@
 condsim=$1; scenes=$2
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 for i in 1 2; do
-  CONDSIM_CPU_KERNEL_LOG=$dir/log "$condsim" run "$scenes/box_sliding.json" --backend cpu --steps 3 --no-output >/dev/null 2>&1 \
+  CONDSIM_CPU_KERNEL_LOG=$dir/log "$condsim" run "$scenes/box_sliding.json" --backend cpu --steps 3 --no-output --out "$dir/out" >/dev/null 2>&1 \
     || { echo "FAIL: run $i"; exit 1; }
 done
 lines=$(wc -l <"$dir/log"); types=$(sort -u "$dir/log" | wc -l)
@@ -16,7 +16,7 @@ echo "log: $lines lines, $types types"
 for k in condsim::CondResidualOp condsim::ContactSweepOp condsim::CondChebyshevStepOp; do
   grep -qx "$k" "$dir/log" || { echo "FAIL: $k missing"; exit 1; }
 done
-err=$(CONDSIM_CPU_KERNEL_LOG=$dir/no/such/dir/log "$condsim" run "$scenes/box_sliding.json" --backend cpu --steps 1 --no-output 2>&1 >/dev/null)
+err=$(CONDSIM_CPU_KERNEL_LOG=$dir/no/such/dir/log "$condsim" run "$scenes/box_sliding.json" --backend cpu --steps 1 --no-output --out "$dir/out" 2>&1 >/dev/null)
 rc=$?
 [ "$rc" -ne 0 ] || { echo "FAIL: an unwritable log gave exit 0"; exit 1; }
 printf '%s\n' "$err" | grep -q "CONDSIM_CPU_KERNEL_LOG: cannot open" || { echo "FAIL: message: $err"; exit 1; }

@@ -425,23 +425,33 @@ TEST(ResidentStep, DetectionDownloadsScaleWithContactsNotNodes) {
   }
 }
 
-
 // StepStats::bodies / World::BodyMomenta for FEM bodies and cables: the point terms summed per
 // body on the backend (models/world/momenta.h), against the same sums on the host from the state
 // read back, in long double (reference: the definitions sum m v.v / 2, sum m v, sum x × m v, plus
 // a cable segment's spin w^T I_w w / 2 and I_w w, I_w = R diag(I) R^T). Tolerance 1e-12 of the
 // sum of the terms' magnitudes (the backend sums in 4096-term chunks). Traffic: one read of 7
 // numbers per deformable body and nothing uploaded after the first call (before: every FEM
-// body's x and v and every cable's x, q and (v, w) read back each step)
+// body's x and v and every cable's x, q and (v, w) read back each step). Cases: the soft mat (one
+// FEM body), the soft gripper (two), a batch of two cable_winding environments (two cables)
 TEST(ResidentStep, BodyMomentaAreSummedOnTheBackend) {
-  for (const char* name : {"soft_mat_folding", "cable_winding"}) {
+  for (const auto& [name, envs] : {std::make_pair("soft_mat_folding", 1), std::make_pair("soft_gripper", 1), std::make_pair("cable_winding", 2)}) {
     SCOPED_TRACE(name);
-    const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json");
+    std::vector<Scene> scenes;
+    for (int e = 0; e < envs; ++e) {
+      const std::uint64_t seed = std::uint64_t(e);
+      scenes.push_back(LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + name + ".json", envs > 1 ? &seed : nullptr));
+    }
     auto be = Cpu();
-    SceneWorld sw = BuildWorld(scene, be.get());
+    std::vector<SceneWorld> batch = BuildBatch(scenes, be.get());
     for (int k = 0; k < 3; ++k) {
-      ApplyControls(scene, &sw);
-      sw.world->Step();
+      for (int e = 0; e < envs; ++e) ApplyControls(scenes[std::size_t(e)], &batch[std::size_t(e)]);
+      batch[0].world->Step();
+    }
+    // every environment's bodies (their ids run on across environments)
+    SceneWorld sw = batch[0];
+    for (int e = 1; e < envs; ++e) {
+      sw.fem_ids.insert(sw.fem_ids.end(), batch[std::size_t(e)].fem_ids.begin(), batch[std::size_t(e)].fem_ids.end());
+      sw.rod_ids.insert(sw.rod_ids.end(), batch[std::size_t(e)].rod_ids.begin(), batch[std::size_t(e)].rod_ids.end());
     }
     World& w = *sw.world;
     w.BodyMomenta();  // the first call uploads the masses
@@ -449,7 +459,7 @@ TEST(ResidentStep, BodyMomentaAreSummedOnTheBackend) {
     const std::vector<BodyMomentum> m = w.BodyMomenta();
     const BackendCounters d = be->counters() - c0;
     const std::size_t deformable = sw.fem_ids.size() + sw.rod_ids.size();
-    ASSERT_GT(deformable, 0u);
+    EXPECT_EQ(deformable, std::size_t(std::string(name) == "soft_mat_folding" ? 1 : 2));
     EXPECT_EQ(d.downloads, 1);
     EXPECT_EQ(d.download_bytes, std::int64_t(7 * sizeof(Scalar) * deformable));
     EXPECT_EQ(d.uploads, 0);
