@@ -99,13 +99,21 @@ void CheckFunctor(const F& f) {
   CheckFunctorPointers(&f, sizeof(F), typeid(F));
 }
 
-// a launch of a device functor (a model kernel, a backend primitive): ParallelFor, and in guarded
-// memory first the functor's scan for host pointers, then the loop with the region open
+// before a launch of the device functor f: its kernel-log entry and, in guarded memory, its scan
+// for host pointers
+template <class F>
+void InspectFunctor(const F& f) {
+  const CheckMode& check = Checks();
+  if (!check.kernel_log.empty()) LogKernel<F>();
+  if (check.guard) CheckFunctor(f);
+}
+
+// a launch of a device functor (a model kernel, a backend primitive): ParallelFor, after
+// InspectFunctor, and in guarded memory with the region open
 template <class F>
 void Launch(int threads, Index n, const F& f) {
-  if (!Checks().kernel_log.empty()) LogKernel<F>();
+  InspectFunctor(f);
   if (Checks().guard) {
-    CheckFunctor(f);
     const GuardScope open;
     ParallelFor(threads, n, f);
     return;
@@ -135,8 +143,7 @@ template <class Term, class Combine>
 void SegmentedReduce(int threads, Index num_segments, const Index* offsets, Scalar identity,
                      const Term& term, const Combine& combine, Scalar* out) {
   // the term is the device functor (the chunk loop below is this backend's own machinery)
-  if (!Checks().kernel_log.empty()) LogKernel<Term>();
-  if (Checks().guard) CheckFunctor(term);
+  InspectFunctor(term);
   const GuardScope open;
   // chunk c covers [chunk_begin[c], chunk_begin[c+1]) within one segment
   std::vector<Index> chunk_begin, chunk_end, first_chunk(std::size_t(num_segments) + 1);
