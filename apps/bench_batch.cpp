@@ -156,14 +156,17 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
                       path.c_str(), n, double(n) * alone_bytes / 1e9, alone_bytes / 1e6, available / 1e9);
         Run packed;
         if (packed_fits) packed = Measure(path, 0, n, n, backend.get(), lanes, steps, reps, cpu_time);
-        // each wave run to its end before the next (apps/batch.cpp): the sum of the waves' costs per step
+        // each wave run to its end before the next (apps/batch.cpp): the sum of the waves' costs per
+        // step; it also holds the environments' scene, DOFs and mean iterations (an environment
+        // iterates alike in any World, so they do not depend on the schedule)
         Run grouped = packed;
         if (group < n || !packed_fits) {
           grouped = Run{};
           for (Index first = 0; first < n; first += wave) {
             const Index m = std::min(wave, n - first);
             const Run w = Measure(path, first, m, group, backend.get(), lanes, steps, reps, cpu_time);
-            if (!packed_fits) grouped.dofs += w.dofs, grouped.name = w.name;
+            grouped.dofs += w.dofs;
+            grouped.name = w.name;
             grouped.per_step += w.per_step;
             grouped.it_mean += w.it_mean * double(m) / double(n);
             grouped.it_max += w.it_max * double(m) / double(n);
@@ -171,8 +174,6 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
           }
         }
         const double packed_env = packed.per_step / double(n), grouped_env = grouped.per_step / double(n);
-        // the scene, DOFs and mean iterations of the environments: the same in either schedule
-        const Run& envs_run = packed_fits ? packed : grouped;
         const auto packed_value = [&](double v) { return packed_fits ? nlohmann::json(v) : nlohmann::json(nullptr); };
         // the packed columns, "-" when the packed World was left out
         char packed_cols[32] = "          -         -", it_pack[16] = "      -";
@@ -180,14 +181,14 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
           std::snprintf(packed_cols, sizeof(packed_cols), "%11.3f %9.3f", packed.per_step * 1e3, packed_env / alone);
           std::snprintf(it_pack, sizeof(it_pack), "%7.1f", packed.it_max);
         }
-        std::printf("%-26s %-18s %5d %8d %5d %s %11.3f %9.1f %9.3f %7.1f %s %7.1f\n", name.c_str(), envs_run.name.c_str(), n,
-                    envs_run.dofs, group, packed_cols, grouped.per_step * 1e3, 1 / grouped_env, grouped_env / alone, envs_run.it_mean,
+        std::printf("%-26s %-18s %5d %8d %5d %s %11.3f %9.1f %9.3f %7.1f %s %7.1f\n", name.c_str(), grouped.name.c_str(), n,
+                    grouped.dofs, group, packed_cols, grouped.per_step * 1e3, 1 / grouped_env, grouped_env / alone, grouped.it_mean,
                     it_pack, grouped.it_max);
         std::fflush(stdout);
         rows.push_back({{"backend", name},
-                        {"scene", envs_run.name},
+                        {"scene", grouped.name},
                         {"envs", n},
-                        {"dofs", envs_run.dofs},
+                        {"dofs", grouped.dofs},
                         {"group", group},
                         {"groups", grouped.groups},
                         {"env_bytes", env_bytes},
@@ -201,7 +202,7 @@ int BenchBatch(const std::vector<std::pair<BackendChoice, SpmvFormat>>& configs,
                         {"grouped_seconds_per_step", grouped.per_step},
                         {"grouped_env_steps_per_s", 1 / grouped_env},
                         {"grouped_cost_vs_alone", grouped_env / alone},
-                        {"iterations_mean", envs_run.it_mean},
+                        {"iterations_mean", grouped.it_mean},
                         {"iterations_packed", packed_value(packed.it_max)},
                         {"iterations_grouped", grouped.it_max},
                         {"clock", cpu_time ? "thread_cpu" : "wall"},
