@@ -3,7 +3,8 @@
 // - Chebyshev on a stiff mass-spring net on a plane: fewer iterations, same v (against the plain
 //   iteration);
 // - the fused passes against the separate kernels: bitwise the same iterates, alone and in a
-//   batch with a failing environment.
+//   batch with a failing environment, and the shipped FEM scenes (body modes, contacts, a
+//   World's layout) bitwise the same motion.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "condsim/batch.h"
+#include "io/scene.h"
 #include "fixtures/mass_spring.h"
 #include "cond_fixtures.h"
 #include "models/cond/cond_solver.h"
@@ -116,6 +118,46 @@ TEST(CondFused, FusedPassesGiveTheSeparateKernelsIterates) {
   EXPECT_EQ(fused.stats.failed_envs, std::vector<int>{1});
   expect_same(fused, plain, "batch");
   EXPECT_EQ(fused.stats.env_iterations, plain.stats.env_iterations);
+}
+
+// the shipped FEM scenes (the patch level with its halo rows, the free-body level, barycentric
+// hosts on the soft gripper, truncated modes on the mat, a World's node layout with contacts):
+// the fused residual and Chebyshev-theta-commit passes must give the separate kernels' motion
+// bitwise: every step's iterations, the FEM bodies' positions and velocities after 8 steps
+// (reference: fused_passes = false; tolerance 0)
+TEST(CondFused, ShippedFemScenesMoveAsWithTheSeparateKernels) {
+  struct Case {
+    const char* scene;
+    bool truncated;
+  };
+  for (const Case& c : {Case{"soft_mat_folding", false}, Case{"soft_mat_folding", true}, Case{"soft_ball_gripping", false},
+                        Case{"soft_gripper", false}}) {
+    SCOPED_TRACE(std::string(c.scene) + (c.truncated ? " truncated_modes" : ""));
+    std::vector<std::vector<Scalar>> state[2];
+    std::vector<int> iterations[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/" + c.scene + ".json");
+      scene.world.cond.fused_passes = fused == 1;
+      scene.world.cond.truncated_modes = c.truncated;
+      auto be = MakeBackend(BackendChoice::kCpu).backend;
+      SceneWorld sw = BuildWorld(scene, be.get());
+      for (int k = 0; k < 8; ++k) {
+        ApplyControls(scene, &sw);
+        iterations[fused].push_back(sw.world->Step().cond.iterations);
+      }
+      for (Index id : sw.fem_ids) {
+        state[fused].push_back(sw.world->FemPositions(id));
+        state[fused].push_back(sw.world->FemVelocities(id));
+      }
+    }
+    ASSERT_FALSE(state[0].empty());
+    EXPECT_EQ(iterations[1], iterations[0]);
+    ASSERT_EQ(state[1].size(), state[0].size());
+    for (std::size_t k = 0; k < state[0].size(); ++k) {
+      ASSERT_EQ(state[1][k].size(), state[0][k].size());
+      EXPECT_EQ(std::memcmp(state[1][k].data(), state[0][k].data(), sizeof(Scalar) * state[0][k].size()), 0) << "array " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
@@ -57,6 +57,7 @@ class CondKernels
     Run(nodes, EnvRowMaskOp{node_env, env_active, row_active});
   }
   void Permute(Index n, const Index* perm, const Scalar* x, Scalar* y) { Run(n, PermuteOp{perm, x, y}); }
+  void MomentumMask(Index n, const MomentumMaskOp& op) { Run(n, op); }
   void Residual(Index nodes, const CondResidualOp& op) { Run(nodes, op); }
   void ChebyshevThetaCommit(Index chunks, const CondChebyshevThetaCommitOp& op) { Run(chunks, op); }
   void Restore(Index n, const CondRestoreOp& op) { Run(n, op); }

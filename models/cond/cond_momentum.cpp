@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "condsim/error.h"
+#include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
 
 namespace condsim {
@@ -37,21 +38,37 @@ void CondSolver::PrepareMomentum() {
   body_mass_.assign(nb, 0);
   body_nodes_.assign(nb, 0);
   body_env_.assign(nb, 0);
-  std::vector<Scalar> mask[3];
-  for (auto& m : mask) m.assign(std::size_t(n), 0);
+  // per body: whether all its DOFs have mass (1), none (0) or some (2)
+  std::vector<unsigned char> massive(nb, 0);
   for (std::size_t b = 0; b < nb; ++b) {
     body_env_[b] = ctx_.node_env_host[std::size_t(offsets[b] / 3)];
+    Index with_mass = 0;
     for (Index k = offsets[b]; k < offsets[b + 1]; ++k) {
       if (std::size_t(k) >= mass_host_.size() || mass_host_[k] <= 0) continue;
-      mask[k % 3][k] = 1;
+      ++with_mass;
       if (k % 3 == 0) {
         body_mass_[b] += mass_host_[k];
         body_nodes_[b] += 1;
       }
     }
+    massive[b] = with_mass == 0 ? 0 : with_mass == offsets[b + 1] - offsets[b] ? 1 : 2;
   }
-  for (int d = 0; d < 3; ++d) body_mask_[d].Assign(backend_, mask[d]);
   body_offsets_.Assign(backend_, offsets);
+  // the masks of the DOFs with mass: made on the backend from one flag per body (a new node
+  // layout uploads nb bytes, not 3 DOF-sized arrays); uploaded only for a body with some DOFs
+  // without mass
+  if (std::find(massive.begin(), massive.end(), 2) == massive.end()) {
+    for (auto& m : body_mask_) m.Resize(backend_, n);
+    body_massive_.Assign(backend_, massive);
+    kernels_->MomentumMask(n, MomentumMaskOp{body_offsets_.array().data(), Index(nb), body_massive_.data(), body_mask_[0].data(),
+                                             body_mask_[1].data(), body_mask_[2].data()});
+  } else {
+    std::vector<Scalar> mask[3];
+    for (auto& m : mask) m.assign(std::size_t(n), 0);
+    for (Index k = 0; k < n && std::size_t(k) < mass_host_.size(); ++k)
+      if (mass_host_[k] > 0) mask[k % 3][k] = 1;
+    for (int d = 0; d < 3; ++d) body_mask_[d].Assign(backend_, mask[d]);
+  }
   body_sum_.Resize(backend_, Index(nb));
   body_sum3_.Resize(backend_, 3 * Index(nb));
 }

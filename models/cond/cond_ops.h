@@ -268,6 +268,34 @@ struct EnvScalarToDofOp {
   }
 };
 
+// the momentum check's masks (CondSolver::PrepareMomentum) per DOF k, for bodies whose DOFs all
+// have mass or none has: mask_d[k] = 1 where k is an x (d = 0), y or z DOF of a body with mass,
+// else 0; the body is the last one whose first DOF offsets[b] <= k (offsets[0] = 0, bodies + 1
+// entries)
+struct MomentumMaskOp {
+  const Index* offsets;
+  Index bodies;
+  const unsigned char* massive;  // per body
+  Scalar* mask0;
+  Scalar* mask1;
+  Scalar* mask2;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    Index lo = 0, hi = bodies;
+    while (hi - lo > 1) {
+      const Index mid = lo + (hi - lo) / 2;
+      if (offsets[mid] <= k) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const Scalar on = massive[lo] ? Scalar(1) : Scalar(0);
+    mask0[k] = k % 3 == 0 ? on : Scalar(0);
+    mask1[k] = k % 3 == 1 ? on : Scalar(0);
+    mask2[k] = k % 3 == 2 ? on : Scalar(0);
+  }
+};
+
 // per node: whether its environment still iterates (the SpMV's row flags)
 struct EnvRowMaskOp {
   const Index* node_env;

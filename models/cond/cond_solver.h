@@ -225,6 +225,7 @@ class CondSolver {
   std::vector<Index> body_start_;
   SegmentOffsets body_offsets_;
   Array<Scalar> body_mask_[3], body_sum_, body_sum3_;  // body_sum3_: the 3 components' sums, read at once
+  Array<unsigned char> body_massive_;                  // per body: all its DOFs have mass (MomentumMaskOp)
   std::vector<Scalar> body_sum_host_;
   std::vector<double> body_mass_, body_nodes_;
   std::vector<Index> body_env_;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
@@ -63,8 +64,12 @@ void CondStepSize::Group(const std::vector<unsigned char>& own) {
   std::vector<Index> fill(ptr.begin(), ptr.end() - 1);
   for (Index k = 0; k < nodes; ++k) members[fill[group_of[k]]++] = k;
   num_groups_ = static_cast<Index>(count.size());
+  // the same groups as the last contacts (no D-contact changed): nothing to upload
+  if (ptr == group_ptr_host_ && members == group_nodes_host_) return;
   group_ptr_.Assign(ctx_->backend, ptr);
   group_nodes_.Assign(ctx_->backend, members);
+  group_ptr_host_ = std::move(ptr);
+  group_nodes_host_ = std::move(members);
 }
 
 void CondStepSize::Compute(DeviceBlockMatrix& a, const std::vector<CondComponent*>& parts) {

@@ -21,7 +21,8 @@ class CondStepSize {
   void Invalidate() { w_matrix_ = nullptr; }
   // the Frobenius groups of the current contacts: union-find over D-contacts, leaving out the
   // virtual nodes with their own Gamma (own[k] = 1; merging them would give their partner a w of
-  // order 1 / kv); groups in order of their smallest node, nodes ascending within a group
+  // order 1 / kv); groups in order of their smallest node, nodes ascending within a group;
+  // uploaded only when they changed (every step's contacts call it)
   void Group(const std::vector<unsigned char>& own);
   // W for a solve of A: A's per-node sums with the components' rows, the groups' w, then the
   // components' Gamma. The sums are reused for w_reuse_solves solves of one matrix object and
@@ -36,6 +37,7 @@ class CondStepSize {
  private:
   CondContext* ctx_;
   Array<Index> group_ptr_, group_nodes_;
+  std::vector<Index> group_ptr_host_, group_nodes_host_;  // what group_ptr_ and group_nodes_ hold
   Index num_groups_ = 0;
   Array<Scalar> diag_sum_, row_norm2_, row_abs_;  // per node
   const DeviceBlockMatrix* w_matrix_ = nullptr;
