@@ -415,6 +415,48 @@ TEST(CondBodyModes, NewArmsUploadOnlyTheArms) {
   EXPECT_EQ(on.download_bytes, off.download_bytes);
 }
 
+// a second solve whose contacts touch the same nodes but are more (a second contact on one
+// node): the patch level keeps its nodes (the same contact nodes are left out) and the free-body
+// level keeps its nodes (it lists the contact nodes) while its gates (the contacts per patch)
+// change, so on top of what the same two solves upload without body modes only the gates go up:
+// 4 B per gate entry and per patch (reference: that bound, with 64 B to spare; before, the whole
+// free-level record went up again, about 24 B per node: 15649 B more here, 209 B now)
+TEST(CondBodyModes, NewGatesUploadOnlyTheGates) {
+  PlateSystem sys;
+  const BodyModes modes = PatchModes(sys.mesh, 24);
+  // floor contacts under the free end's bottom nodes (x > 0.15 m, z = 0), normal +z
+  ContactSet one, two;
+  Index first = -1;
+  for (Index i = 0; i < sys.mesh.num_nodes(); ++i) {
+    const Vec3 x = sys.mesh.Node(i);
+    if (x[0] < 0.15 || x[2] > 1e-9) continue;
+    if (first < 0) first = i;
+    for (ContactSet* c : {&one, &two}) c->Add(i, -1, Mat3(0, 0, 1, 1, 0, 0, 0, 1, 0), Scalar(0.01), Scalar(0.3), Scalar(0.3), 0);
+  }
+  ASSERT_GE(first, 0);
+  two.Add(first, -1, Mat3(0, 0, 1, 1, 0, 0, 0, 1, 0), Scalar(0.02), Scalar(0.3), Scalar(0.3), 0);
+  CondParams p;
+  p.max_iterations = 5;
+  auto second = [&](bool with_modes) {
+    CondSolver solver(sys.backend.get(), p);
+    if (with_modes) solver.SetBodyModes(modes);
+    solver.SetContacts(one);
+    Array<Scalar> v(sys.backend.get(), std::vector<Scalar>(sys.mesh.x.size(), 0));
+    solver.Solve(*sys.a, sys.b, &v);
+    solver.SetContacts(two);
+    v.Assign(sys.backend.get(), std::vector<Scalar>(sys.mesh.x.size(), 0));
+    const BackendCounters before = sys.backend->counters();
+    const CondStats st = solver.Solve(*sys.a, sys.b, &v);
+    return sys.backend->counters() - before - st.loop_counters;
+  };
+  const BackendCounters on = second(true), off = second(false);
+  const std::int64_t gates = 4 * (2 + 2 * std::int64_t(two.size()));
+  std::cout << "[ info     ] second solve's set-up: uploads " << on.upload_bytes << " B (" << off.upload_bytes
+            << " B without modes), gates at most " << gates << " B\n";
+  EXPECT_LE(on.upload_bytes - off.upload_bytes, gates + 64);
+  EXPECT_EQ(on.download_bytes, off.download_bytes);
+}
+
 // two FEM bodies' arms made by BodyPatchArms from positions on the backend, against
 // AppendBodyPatches' host arms of the same positions (randomly jittered sphere and box meshes,
 // GridPatches patches, the second body's nodes offset as in a World). Reference: the host's arms

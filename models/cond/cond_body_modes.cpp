@@ -304,7 +304,22 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   same_structure = same_structure && used.arm.size() == uploaded_.arm.size();
   Backend* b = ctx_->backend;
   if (!same_structure) {
-    arrays_.Upload(b, used);
+    // the fields that changed go up alone when they are a small part of the record (the free
+    // level's gates follow the contacts while its nodes stay), else the whole record in one upload
+    std::size_t changed = 0, total = 0;
+#define CONDSIM_BODY_MODE_CHANGED(T, name)                     \
+  total += sizeof(T) * used.name.size();                       \
+  if (used.name != uploaded_.name) changed += sizeof(T) * used.name.size();
+    CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_CHANGED)
+#undef CONDSIM_BODY_MODE_CHANGED
+    if (4 * changed < total) {
+#define CONDSIM_BODY_MODE_ASSIGN(T, name) \
+  if (used.name != uploaded_.name) arrays_.name.Assign(b, used.name);
+      CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_ASSIGN)
+#undef CONDSIM_BODY_MODE_ASSIGN
+    } else {
+      arrays_.Upload(b, used);
+    }
     uploaded_ = used;
   } else if (used.arm != uploaded_.arm) {
     b->CopyFromHost(arrays_.arm.data(), used.arm.data(), sizeof(Scalar) * used.arm.size());
