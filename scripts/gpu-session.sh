@@ -1,31 +1,136 @@
 #!/usr/bin/env bash
-# The GPU work of a session in one device call, after `bash .devdeps/gpu-check.sh` has built the
-# project (../shared/device/README.md): every shipped scene on cuda and on cpu with their
-# summary.json side by side, a bitwise repeat on cuda (same scene, same backend, same seed), a
-# batch of three episodes against each run alone, and optionally the benchmarks (with the
-# convergence-check period k = 1, 2, 4, 8 on cuda: scripts/check-every.sh). Everything lands in $OUT (the device tool brings it back); copy the
-# numbers into docs/performance.md (with device, date and commit) and docs/scenarios.md (current numbers).
+# The GPU work of a session in one device call (../shared/device/README.md; docs/performance.md
+# "On a GPU machine"): the CUDA tests with CONDSIM_REQUIRE_CUDA=1 (no silent skips), every shipped
+# scene on cuda and on cpu with their summary.json side by side, a bitwise repeat on cuda (same
+# scene, backend and seed), a batch of three episodes against each run alone, compute-sanitizer's
+# memcheck, racecheck, initcheck and synccheck on three steps of a contact scene, and with --bench
+# the convergence-check period k = 1, 2, 4, 8 on cuda (scripts/check-every.sh) and the benchmarks.
+# Logs go to a work folder; when $OUT is set (the device tool), $OUT/summary.txt and
+# $OUT/gpu-session.tgz (everything) after each phase. Phases that would not fit the time left of
+# GPU_SESSION_BUDGET seconds (default 560) are skipped with a line saying so. Copy the numbers into
+# docs/performance.md (device, date, commit) and docs/scenarios.md.
 #
-# usage: bash scripts/gpu-session.sh [--bench] [BUILD_DIR]   (default /tmp/condsim-gpu-build)
-# GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_REPEAT_BACKEND=cpu
-# checks the repeat on the CPU instead (a machine without a GPU).
+# usage: bash scripts/gpu-session.sh [--bench] [--prebuilt] [BUILD_DIR]
+#   BUILD_DIR: a CUDA build made on that machine (default /tmp/condsim-gpu-build, by
+#              bash .devdeps/gpu-check.sh);
+#   --prebuilt: the binaries of .gpucarry/pkg.tgz (bash scripts/gpu-pack.sh here, .gpucarry
+#              carried; GPU_SESSION_PKG names another), unpacked into BUILD_DIR: nothing is built
+#              there.
+# GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_CUDA_TESTS=0 skips the
+# CUDA tests; GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
+# checks the repeat on the CPU instead (a machine without a GPU); PYTHON names an interpreter with
+# h5py and numpy (default /usr/bin/python3 when it has them, else python3).
 set -uo pipefail
+cd "$(dirname "$0")/.."
 bench=0
-if [ "${1:-}" = "--bench" ]; then bench=1; shift; fi
+prebuilt=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bench) bench=1 ;;
+    --prebuilt) prebuilt=1 ;;
+    *) break ;;
+  esac
+  shift
+done
 build=${1:-/tmp/condsim-gpu-build}
-out=${OUT:-/tmp/gpu-session-out}
-bin=$build/condsim
+t0=$(date +%s)
+budget=${GPU_SESSION_BUDGET:-560}
+left() { echo $((t0 + budget - $(date +%s))); }
+out=${GPU_SESSION_WORK:-/tmp/gpu-session-out}
+rm -rf "$out"
 mkdir -p "$out/scenes"
-[ -x "$bin" ] || { echo "gpu-session: $bin not found (run bash .devdeps/gpu-check.sh first)"; exit 1; }
+say() { echo "[$(($(date +%s) - t0)) s] $*" | tee -a "$out/summary.txt"; }
+pack() {
+  [ -n "${OUT:-}" ] || return 0
+  cp "$out/summary.txt" "$OUT/summary.txt"
+  tar -C "$(dirname "$out")" -czf "$OUT/gpu-session.tgz" "$(basename "$out")"
+}
+# a phase needs about $1 seconds
+fits() {
+  [ "$(left)" -ge "$1" ] && return 0
+  say "skipped: $2 (about $1 s, $(left) s left of GPU_SESSION_BUDGET)"
+  return 1
+}
+python=${PYTHON:-}
+if [ -z "$python" ]; then
+  python=python3
+  /usr/bin/python3 -c "import h5py, numpy" 2>/dev/null && python=/usr/bin/python3
+fi
+
+if [ $prebuilt -eq 1 ]; then
+  pkg=${GPU_SESSION_PKG:-.gpucarry/pkg.tgz}
+  [ -f "$pkg" ] || { echo "gpu-session: $pkg not found (bash scripts/gpu-pack.sh, then carry .gpucarry)"; exit 1; }
+  # only a folder this script unpacked into is replaced (never a build of the project)
+  if [ -e "$build" ] && [ ! -f "$build/.gpu-session-prebuilt" ]; then
+    echo "gpu-session: $build exists and is not a folder of --prebuilt; name another BUILD_DIR"
+    exit 1
+  fi
+  rm -rf "$build"
+  mkdir -p "$build/pkg" "$build/need"
+  touch "$build/.gpu-session-prebuilt"
+  tar -C "$build/pkg" -xzf "$pkg"
+  # CUDA's libraries from the machine's toolkit; of the packed ones only those it lacks
+  libs=$build/need
+  for n in libcusparse.so.12 libnvJitLink.so.13; do
+    f=$(timeout 60 find /usr/local /opt /usr/lib /usr/lib64 -name "$n" 2>/dev/null | head -1)
+    [ -n "$f" ] && libs=$libs:$(dirname "$f")
+  done
+  for pass in 1 2 3 4 5 6; do
+    missing=$(for b in "$build"/pkg/bin/*; do LD_LIBRARY_PATH=$libs ldd "$b"; done | awk '/not found/ { print $1 }' | sort -u)
+    [ -z "$missing" ] && break
+    for m in $missing; do
+      if [ -f "$build/pkg/lib/$m" ]; then ln -sf "$build/pkg/lib/$m" "$build/need/$m"; else say "missing library: $m"; fi
+    done
+  done
+  say "prebuilt $(cat "$build/pkg/commit.txt"); packed libraries used: $(ls "$build/need" | tr '\n' ' ')"
+  mkdir -p "$build/tests"
+  for b in "$build"/pkg/bin/*; do
+    dest=$build/tests/$(basename "$b")
+    [ "$(basename "$b")" = condsim ] && dest=$build/condsim
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' "$libs" "$b" > "$dest"
+    chmod +x "$dest"
+  done
+fi
+bin=$build/condsim
+# what compute-sanitizer runs: the binary itself, with the library path of the wrapper
+sanitized=("$bin")
+[ $prebuilt -eq 1 ] && sanitized=(env "LD_LIBRARY_PATH=$libs" "$build/pkg/bin/condsim")
+[ -x "$bin" ] || { echo "gpu-session: $bin not found (run bash .devdeps/gpu-check.sh first, or use --prebuilt)"; exit 1; }
 git rev-parse --short=12 HEAD > "$out/commit.txt" 2>/dev/null || echo unknown > "$out/commit.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
+say "device: $(cat "$out/gpu.txt"); tree $(cat "$out/commit.txt")"
+status=0
+
+# the CUDA tests, failing instead of skipping without a device
+if [ "${GPU_SESSION_CUDA_TESTS:-1}" = 0 ]; then
+  say "skipped: CUDA tests (GPU_SESSION_CUDA_TESTS=0)"
+elif fits 30 "CUDA tests"; then
+  if [ $prebuilt -eq 1 ]; then
+    while read -r name filter; do
+      CONDSIM_REQUIRE_CUDA=1 timeout 300 "$build/tests/$name" --gtest_filter="$filter" > "$out/test-$name.txt" 2>&1
+      rc=$?
+      [ $rc -eq 0 ] || status=1
+      say "$name ($filter): rc $rc, $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]' "$out/test-$name.txt" | tr '\n' ' ')"
+      grep -E '^\[  FAILED  \] [A-Z]' "$out/test-$name.txt" | grep -v " ms)" | tee -a "$out/summary.txt"
+    done < "$build/pkg/cuda-tests.txt"
+  else
+    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout 400 ctest -L cuda --output-on-failure > "$out/ctest-cuda.txt" 2>&1)
+    rc=$?
+    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout 300 ctest -LE cuda -R Cuda --output-on-failure >> "$out/ctest-cuda.txt" 2>&1) || rc=1
+    [ $rc -eq 0 ] || status=1
+    say "ctest (label cuda, and tests named Cuda*): rc $rc"
+    grep -E "tests passed|\(Failed\)|\*\*\*" "$out/ctest-cuda.txt" | tee -a "$out/summary.txt"
+  fi
+  pack
+fi
 
 # a summary.json field (one "key": value per line, as condsim writes it)
 field() { grep -m1 "\"$2\"" "$1" 2>/dev/null | sed 's/.*: *//; s/,$//; s/"//g'; }
 
 # scenes and durations [s]: short enough for both backends inside one 10-minute call
+# (H200, 2026-11-27: 140 s for both backends)
 scenes=${GPU_SESSION_SCENES:-"box_sliding:1 anisotropic_box:1 cable_winding:2 cable_winding_320:2 soft_mat_folding:3 soft_ball_gripping:2 soft_gripper:1.5"}
-status=0
+if fits 150 "the shipped scenes"; then
 printf '%-20s %-5s %4s %6s %9s %11s %9s %9s %8s %s\n' scene backend rc steps mean_it max_pen_mm dyn_ms sol_ms wall_s diverged | tee "$out/scenes.txt"
 for entry in $scenes; do
   name=${entry%%:*}
@@ -44,9 +149,13 @@ for entry in $scenes; do
       "$(field "$s" solver_ms_per_step | cut -c1-8)" "$(field "$s" wall_s | cut -c1-7)" "$(field "$s" diverged)" | tee -a "$out/scenes.txt"
   done
 done
+cat "$out/scenes.txt" >> "$out/summary.txt"
+pack
+fi
 
 # same scene, backend and seed twice: the output files must be bitwise identical
 repeat=${GPU_SESSION_REPEAT_BACKEND:-cuda}
+if fits 30 "the bitwise repeat and the batch against single runs"; then
 what="$repeat repeat (soft_ball_gripping, seed 3, 0.3 s)"
 failed=0
 for k in 1 2; do
@@ -71,7 +180,6 @@ fi
 # (docs/batch.md: bitwise on the CPU; on CUDA the per-environment reductions follow one order
 # whatever the number of environments, but the cuSPARSE SpMV's row splits are not documented, so
 # this records whether they agree bitwise)
-python=${PYTHON:-/usr/bin/python3}
 rm -f "$out/batch.txt"
 for spmv in csr rowloop; do
   bdir=/tmp/gpu-session-batch-$spmv
@@ -93,21 +201,61 @@ for spmv in csr rowloop; do
     status=1
   fi
 done
+cat "$out/repeat.txt" "$out/batch.txt" >> "$out/summary.txt"
+pack
+fi
+
+# compute-sanitizer on three steps of a contact scene (every stage of a step runs)
+if command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck initcheck synccheck; do
+    fits 40 "compute-sanitizer $tool" || continue
+    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "${sanitized[@]}" run scenes/soft_ball_gripping.json --backend cuda \
+      --steps 3 --quiet --no-output > "$out/sanitizer-$tool.txt" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    say "compute-sanitizer $tool (soft_ball_gripping, 3 steps): rc $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer-$tool.txt" | head -1 | sed 's/=* *//')"
+    pack
+  done
+else
+  say "skipped: compute-sanitizer (not on PATH)"
+fi
 
 if [ $bench -eq 1 ]; then
   # the convergence-check period on the GPU (docs/solver.md "Convergence checks"): k = 1, 2, 4, 8
-  timeout 480 bash scripts/check-every.sh "$bin" cuda 30 > "$out/check-every.txt" 2>&1
-  echo "check-every rc=$?"
-  # the batch benchmark: env-steps/s up to 4096 cables per World (design target on CUDA: >= 1e5 at N = 4096)
-  timeout 480 "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
-    --json "$out/bench-batch.json" > "$out/bench-batch.txt" 2>&1
-  echo "bench batch rc=$?"
-  for b in spmv vector detect fem solver modes; do
-    # whole solves (solver, modes) take seconds each on the cpu rows: 3 reps
+  if fits 90 "check-every"; then
+    PYTHON=$python timeout 300 bash scripts/check-every.sh "$bin" cuda 30 > "$out/check-every.txt" 2>&1
+    say "check-every: rc $?"
+    cat "$out/check-every.txt" >> "$out/summary.txt"
+    pack
+  fi
+  # cuda rows only (the scenes above compare the backends); seconds each on the H200
+  for b in spmv:30 solver:10 modes:45 detect:30 fem:30 vector:15; do
+    name=${b%%:*}
+    fits "${b##*:}" "bench $name" || continue
     reps=20
-    if [ "$b" = solver ] || [ "$b" = modes ]; then reps=3; fi
-    timeout 300 "$bin" bench "$b" --backend all --reps $reps > "$out/bench-$b.txt" 2>&1
-    echo "bench $b rc=$?"
+    if [ "$name" = solver ] || [ "$name" = modes ]; then reps=3; fi
+    timeout 300 "$bin" bench "$name" --backend cuda --reps $reps > "$out/bench-$name.txt" 2>&1
+    say "bench $name: rc $?"
+    pack
   done
+  # per-kernel GPU time of 300 launches in the second step (Nsight Compute serializes and times
+  # each launch: the kernels' share of an iteration, apart from the launch gaps)
+  if command -v ncu > /dev/null; then
+    for scene in cable_winding soft_mat_folding; do
+      fits 60 "ncu $scene" || continue
+      timeout 120 ncu --launch-skip 3000 --launch-count 300 --metrics gpu__time_duration.sum --print-summary per-kernel \
+        "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps 3 --quiet --no-output > "$out/ncu-$scene.txt" 2>&1
+      say "ncu $scene: rc $?"
+      pack
+    done
+  fi
+  # env-steps/s up to 4096 cables per World (design target on CUDA: >= 1e5 at N = 4096)
+  if fits 160 "bench batch"; then
+    timeout 300 "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
+      --json "$out/bench-batch.json" > "$out/bench-batch.txt" 2>&1
+    say "bench batch: rc $?"
+  fi
 fi
+say "done: status $status"
+pack
 exit $status

@@ -184,6 +184,27 @@ TEST(CpuBackend, CountersCountAllocationsTransfersAndLaunches) {
   EXPECT_EQ(d.allocations, 0);
 }
 
+// Array::Reserve keeps the entries (one copy on the backend when the allocation moves); with keep
+// false it copies nothing (compute-sanitizer initcheck flagged the copy of never-written scratch)
+TEST(CpuBackend, ReserveKeepsEntriesOrCopiesNothing) {
+  auto backend = Cpu(1);
+  Array<Scalar> kept(backend.get(), std::vector<Scalar>{1, 2, 3}), scratch(backend.get(), std::vector<Scalar>{4, 5, 6});
+  BackendCounters c0 = backend->counters();
+  kept.Reserve(nullptr, 1000);
+  BackendCounters d = backend->counters() - c0;
+  EXPECT_EQ(d.allocations, 1);
+  EXPECT_EQ(d.launches, 1);  // the copy
+  EXPECT_EQ(kept.size(), 3);
+  EXPECT_EQ(kept.ToHost(), (std::vector<Scalar>{1, 2, 3}));
+  c0 = backend->counters();
+  scratch.Reserve(nullptr, 1000, false);
+  d = backend->counters() - c0;
+  EXPECT_EQ(d.allocations, 1);
+  EXPECT_EQ(d.launches, 0);
+  EXPECT_EQ(scratch.size(), 3);
+  EXPECT_EQ(scratch.capacity(), 1000);
+}
+
 // row flags (batched solves): flagged rows equal the full product bitwise, the others keep y
 TEST(CpuBackend, RowFlagsSkipRows) {
   std::mt19937_64 rng(7);

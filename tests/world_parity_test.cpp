@@ -1,6 +1,10 @@
 // The world (global system with virtual nodes, rigid groups and their contact sweeps, FEM parts)
-// on CUDA against the CPU backend: the same scene stepped 30 times, every body state within 1e-12
-// (relative).
+// on CUDA against the CPU backend: the same scene stepped 30 times with the same contact count at
+// every step, and every state within what rounding alone makes of it. The reference for the latter
+// is the CPU run with the box moved by 1e-16 m: the pushed box's stick-slip contacts amplify a
+// rounding-level difference (measured, H200, 2026-11-27: the CUDA run and the nudged CPU run both
+// reach 1e-3 m at step 15, from 1e-14 at step 0), so at each step the CUDA state must lie within
+// 10 times the larger of two such nudges' deviations, plus 1e-12 m.
 #include <gtest/gtest.h>
 
 #include "models/world/world.h"
@@ -13,9 +17,12 @@ struct State {
   Index fem_contacts = 0, cable_contacts = 0, weight_contacts = 0;  // over the run
   std::vector<Vec3> rigid;
   std::vector<Scalar> fem;
+  // per step: the contact count and every state (rigid x and omega, FEM and cable nodes)
+  std::vector<Index> step_contacts;
+  std::vector<std::vector<Scalar>> step_q;
 };
 
-State RunScene(BackendChoice choice) {
+State RunScene(BackendChoice choice, const Vec3& nudge = Vec3()) {
   auto backend = MakeBackend(choice).backend;
   WorldParams p;
   p.cond.max_iterations = 60;  // a fixed count: no stopping-rule branch can differ
@@ -25,7 +32,7 @@ State RunScene(BackendChoice choice) {
   floor.type = ShapeType::kPlane;
   world.AddStatic(floor);
   RigidBody box = MakeRigidBox(Vec3(0.1, 0.1, 0.1), 0.5);
-  box.x = Vec3(0, 0, 0.1005);
+  box.x = Vec3(0, 0, 0.1005) + nudge;
   box.q = FromRotationVector(Vec3(0.01, 0.02, 0.3));
   const Index id = world.AddRigid(box);
   world.SetRigidWrench(id, Vec3(5.0, 0.5, 0), Vec3());
@@ -57,6 +64,15 @@ State RunScene(BackendChoice choice) {
       s.cable_contacts += c.body_i == 4 && c.body_j == 4;
       s.weight_contacts += (c.body_i == weight_id && c.body_j == 2) || (c.body_i == 2 && c.body_j == weight_id);
     }
+    s.step_contacts.push_back(Index(world.contacts().size()));
+    std::vector<Scalar> q;
+    for (Index b : {Index(0), Index(1), weight_id}) {
+      const RigidBody& body = world.rigid_body(b);
+      q.insert(q.end(), {body.x[0], body.x[1], body.x[2], body.omega[0], body.omega[1], body.omega[2]});
+    }
+    for (const std::vector<Scalar>& part : {world.FemPositions(2), world.FemPositions(3), world.RodPositions(4)})
+      q.insert(q.end(), part.begin(), part.end());
+    s.step_q.push_back(std::move(q));
   }
   s.rigid = {world.rigid_body(0).x, world.rigid_body(1).x, world.rigid_body(0).omega, world.rigid_body(weight_id).x};
   s.fem = world.FemPositions(2);
@@ -69,9 +85,15 @@ State RunScene(BackendChoice choice) {
 TEST(WorldParity, CudaStepsMatchCpu) {
   CONDSIM_REQUIRE_CUDA_OR_SKIP();
   const State cpu = RunScene(BackendChoice::kCpu), gpu = RunScene(BackendChoice::kCuda);
-  for (std::size_t k = 0; k < cpu.rigid.size(); ++k) EXPECT_LT(Norm(cpu.rigid[k] - gpu.rigid[k]), 1e-12 * (1 + Norm(cpu.rigid[k])));
-  ASSERT_EQ(cpu.fem.size(), gpu.fem.size());
-  for (std::size_t i = 0; i < cpu.fem.size(); ++i) EXPECT_NEAR(cpu.fem[i], gpu.fem[i], 1e-12);
+  const State nudged_x = RunScene(BackendChoice::kCpu, Vec3(1e-16, 0, 0)), nudged_y = RunScene(BackendChoice::kCpu, Vec3(0, 1e-16, 0));
+  ASSERT_EQ(gpu.step_q.size(), cpu.step_q.size());
+  for (std::size_t k = 0; k < cpu.step_q.size(); ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    EXPECT_EQ(gpu.step_contacts[k], cpu.step_contacts[k]);
+    ASSERT_EQ(gpu.step_q[k].size(), cpu.step_q[k].size());
+    const double rounding = std::max(test::MaxDiff(nudged_x.step_q[k], cpu.step_q[k]), test::MaxDiff(nudged_y.step_q[k], cpu.step_q[k]));
+    EXPECT_LE(test::MaxDiff(gpu.step_q[k], cpu.step_q[k]), 10 * rounding + 1e-12);
+  }
 }
 
 }  // namespace

@@ -247,8 +247,9 @@ class Array {
   // capacity for n entries on `backend` (null: the array's own), from a bound known in advance
   // (e.g. the contacts a scene can make), so that later Resize calls within it never allocate:
   // one allocation of exactly n entries when n exceeds the capacity, else nothing; the size and
-  // the entries are kept (copied on the backend when the allocation moves)
-  void Reserve(Backend* backend, Index n) {
+  // the entries are kept (copied on the backend when the allocation moves), or with `keep` false
+  // the size only (a scratch array written before it is read: no copy of unwritten memory)
+  void Reserve(Backend* backend, Index n, bool keep = true) {
     CONDSIM_CHECK(n >= 0, "array capacity must be non-negative, got " << n);
     if (backend != nullptr && backend != backend_) {
       Release();
@@ -257,7 +258,7 @@ class Array {
     if (n <= capacity_) return;
     CONDSIM_CHECK(backend_ != nullptr, "Array::Reserve: no backend");
     T* fresh = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(n)));
-    if (size_ > 0) backend_->CopyWithin(fresh, data_, sizeof(T) * std::size_t(size_));
+    if (keep && size_ > 0) backend_->CopyWithin(fresh, data_, sizeof(T) * std::size_t(size_));
     if (data_ != nullptr) backend_->Free(data_);
     data_ = fresh;
     capacity_ = n;

@@ -23,7 +23,9 @@ struct CondChebyshevEnv {
   int cheb_start;     // the iteration its semi-iteration (re)starts at
   int restarts;       // restarts in this solve (CondStats::chebyshev_restarts)
   int failed;         // theta was not finite at an iteration of this solve (it stopped there)
+  int unused;         // explicit padding, set: the state is copied whole (compute-sanitizer initcheck)
 };
+static_assert(sizeof(CondChebyshevEnv) == 4 * sizeof(double) + 6 * sizeof(int), "CondChebyshevEnv has hidden padding");
 
 // per environment at the start of a solve: plain until l_s
 struct CondChebyshevResetOp {
@@ -40,6 +42,7 @@ struct CondChebyshevResetOp {
     s.cheb_start = chebyshev_start;
     s.restarts = 0;
     s.failed = 0;
+    s.unused = 0;
   }
 };
 

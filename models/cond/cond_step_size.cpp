@@ -13,7 +13,8 @@ namespace condsim {
 void CondStepSize::Reserve(Index nodes) {
   Backend* b = ctx_->backend;
   for (Array<Scalar>* a : {&diag_sum_, &row_norm2_, &row_abs_}) a->Reserve(b, nodes);
-  for (Array<Scalar>* a : {&r_prev_, &s_}) a->Reserve(b, 3 * nodes);
+  // s and r_prev are written before they are read in every solve (Update at l = 0 and l >= 1)
+  for (Array<Scalar>* a : {&r_prev_, &s_}) a->Reserve(b, 3 * nodes, false);
   group_ptr_.Reserve(b, nodes + 1);
   group_nodes_.Reserve(b, nodes);
 }
