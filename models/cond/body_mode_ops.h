@@ -34,8 +34,15 @@ namespace condsim {
   X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
   X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */               \
   X(Index, arm_source) /* arms on the backend (BodyModes::device_arm): per listed node its */   \
-                       /* entry there (BodyModeGatherArmOp); empty with host arms */
+                       /* entry there (BodyModeGatherArmOp); empty with host arms */            \
+  X(Index, chunk_ptr)  /* per patch: its chunks chunk_ptr[p] .. chunk_ptr[p+1) of listed nodes */ \
+  X(Index, chunk_begin) /* per chunk c: listed nodes chunk_begin[c] .. chunk_begin[c+1) (one */ \
+                       /* patch's, kBodyModeChunk at most, cut from the patch's start) */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
+
+// listed nodes per chunk of a patch's sums over its nodes (BodyModeResidualChunkOp): a patch of
+// 10^5 nodes is 391 chunks summed in parallel, not one thread's loop
+constexpr Index kBodyModeChunk = 256;
 
 // Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
 CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Vec3* rot) {
@@ -99,11 +106,31 @@ struct BodyModeMatrixOp {
   }
 };
 
-// per patch: g = Z^T r with r = A v - b (0 when its environment stopped)
+// per chunk of a patch's listed nodes: its part of g = Z^T r (r = A v - b), summed in node order
+// from 0 (6 per chunk; nothing when its environment stopped)
+struct BodyModeResidualChunkOp {
+  static constexpr Index kGrain = 8;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* r;
+  const Index* node_env;
+  const unsigned char* env_active;
+  Scalar* partial;  // 6 per chunk
+  CONDSIM_HD_INLINE void operator()(Index c) const {
+    const Index q0 = m.chunk_begin[c], q1 = m.chunk_begin[c + 1];
+    if (!env_active[node_env[m.node[q0]]]) return;
+    Vec3 g_lin, g_rot;
+    for (Index q = q0; q < q1; ++q) ModeTranspose(LoadVec3(m.arm, q), LoadVec3(r, m.node[q]), &g_lin, &g_rot);
+    StoreVec3(partial, 2 * c, g_lin);
+    StoreVec3(partial, 2 * c + 1, g_rot);
+  }
+};
+
+// per patch: g = Z^T r, its chunks' parts summed in chunk order from 0 (0 when its environment
+// stopped; one chunk: the chunk's sum itself, the patch's nodes in order)
 struct BodyModeResidualOp {
   static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
-  const Scalar* r;
+  const Scalar* partial;  // BodyModeResidualChunkOp's
   const Index* node_env;
   const unsigned char* env_active;
   Scalar* g;  // 6 per patch
@@ -111,7 +138,10 @@ struct BodyModeResidualOp {
     Vec3 g_lin, g_rot;
     const bool active = m.ptr[p + 1] > m.ptr[p] && env_active[node_env[m.node[m.ptr[p]]]];
     if (active)
-      for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) ModeTranspose(LoadVec3(m.arm, q), LoadVec3(r, m.node[q]), &g_lin, &g_rot);
+      for (Index c = m.chunk_ptr[p]; c < m.chunk_ptr[p + 1]; ++c) {
+        g_lin += LoadVec3(partial, 2 * c);
+        g_rot += LoadVec3(partial, 2 * c + 1);
+      }
     StoreVec3(g, 2 * p, g_lin);
     StoreVec3(g, 2 * p + 1, g_rot);
   }

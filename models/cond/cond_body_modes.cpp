@@ -236,6 +236,15 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   num_patches_ = static_cast<Index>(used.ptr.size()) - 1;
   if (num_patches_ == 0) return;
   listed_ = static_cast<Index>(used.node.size());
+  // each patch's listed nodes in chunks of kBodyModeChunk from its start (BodyModeResidualChunkOp)
+  used.chunk_ptr.assign(1, 0);
+  used.chunk_begin.clear();
+  for (Index p = 0; p < num_patches_; ++p) {
+    for (Index q = used.ptr[p]; q < used.ptr[p + 1]; q += kBodyModeChunk) used.chunk_begin.push_back(q);
+    used.chunk_ptr.push_back(static_cast<Index>(used.chunk_begin.size()));
+  }
+  used.chunk_begin.push_back(listed_);
+  chunks_ = used.chunk_ptr.back();
   Coupling(a.pattern(), &used);
   rows_ = listed_ + static_cast<Index>(used.halo.size());
   // free bodies: each patch's contacts, whose impulses gate its correction; truncated modes:
@@ -331,6 +340,9 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   }
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
   g_.Resize(b, 6 * num_patches_);
+  // the chunks of any selection of modes_' nodes fit (no allocation when contact nodes leave)
+  partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeChunk + modes_.size() + 1), false);
+  partial_.Resize(b, 6 * chunks_);
   dv_.Resize(b, 6 * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   v_keep_.Resize(b, 3 * ctx_->nodes);
@@ -356,7 +368,9 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   ctx_->backend->Copy(v, &v_keep_);
   const BodyModeView view = arrays_.view();
   CondKernels& k = *ctx_->kernels;
-  k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
+  k.BodyModeResidualChunk(chunks_, BodyModeResidualChunkOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(),
+                                                           partial_.data()});
+  k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, partial_.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
   if (free_) k.BodyModeGate(num_patches_, BodyModeGateOp{view, ctx_->lambda.data(), loaded_.data(), g_.data()});
   const bool limited = admitted_ > 0;
   const ContactView contacts = ctx_->contacts.view();

@@ -139,6 +139,8 @@ class CondBodyModes : public CondComponent {
   Index rows_ = 0;         // rows of T: the listed nodes and the halo
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
+  Array<Scalar> partial_;  // 6 per chunk of listed nodes (BodyModeResidualChunkOp)
+  Index chunks_ = 0;
   Array<unsigned char> loaded_;   // free bodies: per patch, a contact carried an impulse this solve
   Array<unsigned char> blocked_;  // truncated modes: per contact, it limited a step
   // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m

@@ -17,7 +17,7 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
-                       BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
+                       BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeSolveOp, BodyModeApplyOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
@@ -81,6 +81,7 @@ class CondKernels
   void BodyModeGatherArm(Index listed, const BodyModeGatherArmOp& op) { Run(listed, op); }
   void BodyPatchCentre(Index items, const BodyPatchCentreOp& op) { Run(items, op); }
   void BodyPatchArm(Index entries, const BodyPatchArmOp& op) { Run(entries, op); }
+  void BodyModeResidualChunk(Index chunks, const BodyModeResidualChunkOp& op) { Run(chunks, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
   void BodyModeContactForce(Index patches, const BodyModeContactForceOp& op) { Run(patches, op); }
