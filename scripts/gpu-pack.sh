@@ -26,7 +26,7 @@ for t in "$build"/tests/*_test; do
   name=$(basename "$t")
   if echo "$cuda_label" | grep -qx "$name"; then
     echo "$name *" >> "$stage/cuda-tests.txt"
-  elif "$t" --gtest_list_tests 2>/dev/null | grep -q "Cuda"; then
+  elif "$t" --gtest_list_tests 2>/dev/null | grep "Cuda" > /dev/null; then
     echo "$name *Cuda*" >> "$stage/cuda-tests.txt"
   else
     continue
@@ -35,7 +35,9 @@ for t in "$build"/tests/*_test; do
 done
 strip "$stage"/bin/*
 # shared libraries outside glibc, the compiler runtime and CUDA
-for f in "$stage"/bin/*; do ldd "$f"; done | awk '/=>/ { print $3 }' | sort -u |
+missing=$(for f in "$stage"/bin/*; do ldd "$f"; done | awk '/not found/ { print $1 }' | sort -u)
+[ -z "$missing" ] || { echo "gpu-pack: libraries not found here: $missing" >&2; exit 1; }
+for f in "$stage"/bin/*; do ldd "$f"; done | awk '/=>/ && $3 ~ /^\// { print $3 }' | sort -u |
   grep -v -E '/(libc|libm|libpthread|librt|libdl|libresolv|ld-linux[^/]*)\.so|libstdc\+\+|libgcc_s|/cuda|libcusparse|libnvJitLink|libcudart' |
   while read -r lib; do cp -L "$lib" "$stage/lib/"; done
 git rev-parse --short=12 HEAD > "$stage/commit.txt" 2>/dev/null || echo unknown > "$stage/commit.txt"

@@ -45,6 +45,14 @@ pack() {
   cp "$out/summary.txt" "$OUT/summary.txt"
   tar -C "$(dirname "$out")" -czf "$OUT/gpu-session.tgz" "$(basename "$out")"
 }
+# a command's time limit: $1 seconds, or what is left of the budget (10 s at least)
+cap() {
+  local t=$1 l
+  l=$(left)
+  [ "$l" -lt "$t" ] && t=$l
+  [ "$t" -lt 10 ] && t=10
+  echo "$t"
+}
 # a phase needs about $1 seconds
 fits() {
   [ "$(left)" -ge "$1" ] && return 0
@@ -69,17 +77,19 @@ if [ $prebuilt -eq 1 ]; then
   mkdir -p "$build/pkg" "$build/need"
   touch "$build/.gpu-session-prebuilt"
   tar -C "$build/pkg" -xzf "$pkg"
-  # CUDA's libraries from the machine's toolkit; of the packed ones only those it lacks
+  # of the packed libraries only those the machine lacks; the others it lacks (CUDA's, e.g.
+  # libcusparse) from wherever its toolkit keeps them
   libs=$build/need
-  for n in libcusparse.so.12 libnvJitLink.so.13; do
-    f=$(timeout 60 find /usr/local /opt /usr/lib /usr/lib64 -name "$n" 2>/dev/null | head -1)
-    [ -n "$f" ] && libs=$libs:$(dirname "$f")
-  done
   for pass in 1 2 3 4 5 6; do
     missing=$(for b in "$build"/pkg/bin/*; do LD_LIBRARY_PATH=$libs ldd "$b"; done | awk '/not found/ { print $1 }' | sort -u)
     [ -z "$missing" ] && break
     for m in $missing; do
-      if [ -f "$build/pkg/lib/$m" ]; then ln -sf "$build/pkg/lib/$m" "$build/need/$m"; else say "missing library: $m"; fi
+      if [ -f "$build/pkg/lib/$m" ]; then
+        ln -sf "$build/pkg/lib/$m" "$build/need/$m"
+      else
+        f=$(timeout 60 find /usr/local /opt /usr/lib /usr/lib64 -name "$m" 2>/dev/null | head -1)
+        if [ -n "$f" ]; then libs=$libs:$(dirname "$f"); else say "missing library: $m"; fi
+      fi
     done
   done
   say "prebuilt $(cat "$build/pkg/commit.txt"); packed libraries used: $(ls "$build/need" | tr '\n' ' ')"
@@ -87,7 +97,7 @@ if [ $prebuilt -eq 1 ]; then
   for b in "$build"/pkg/bin/*; do
     dest=$build/tests/$(basename "$b")
     [ "$(basename "$b")" = condsim ] && dest=$build/condsim
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' "$libs" "$b" > "$dest"
+    printf '#!/bin/sh\nLD_LIBRARY_PATH='"'"'%s'"'"'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec '"'"'%s'"'"' "$@"\n' "$libs" "$b" > "$dest"
     chmod +x "$dest"
   done
 fi
@@ -107,16 +117,16 @@ if [ "${GPU_SESSION_CUDA_TESTS:-1}" = 0 ]; then
 elif fits 30 "CUDA tests"; then
   if [ $prebuilt -eq 1 ]; then
     while read -r name filter; do
-      CONDSIM_REQUIRE_CUDA=1 timeout 300 "$build/tests/$name" --gtest_filter="$filter" > "$out/test-$name.txt" 2>&1
+      CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 300)" "$build/tests/$name" --gtest_filter="$filter" < /dev/null > "$out/test-$name.txt" 2>&1
       rc=$?
       [ $rc -eq 0 ] || status=1
       say "$name ($filter): rc $rc, $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]' "$out/test-$name.txt" | tr '\n' ' ')"
       grep -E '^\[  FAILED  \] [A-Z]' "$out/test-$name.txt" | grep -v " ms)" | tee -a "$out/summary.txt"
     done < "$build/pkg/cuda-tests.txt"
   else
-    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout 400 ctest -L cuda --output-on-failure > "$out/ctest-cuda.txt" 2>&1)
+    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 400)" ctest -L cuda --output-on-failure > "$out/ctest-cuda.txt" 2>&1)
     rc=$?
-    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout 300 ctest -LE cuda -R Cuda --output-on-failure >> "$out/ctest-cuda.txt" 2>&1) || rc=1
+    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 300)" ctest -LE cuda -R Cuda --output-on-failure >> "$out/ctest-cuda.txt" 2>&1) || rc=1
     [ $rc -eq 0 ] || status=1
     say "ctest (label cuda, and tests named Cuda*): rc $rc"
     grep -E "tests passed|\(Failed\)|\*\*\*" "$out/ctest-cuda.txt" | tee -a "$out/summary.txt"
@@ -137,7 +147,7 @@ for entry in $scenes; do
   seconds=${entry##*:}
   for backend in cuda cpu; do
     dir=$out/scenes/$name-$backend
-    timeout 240 "$bin" run "scenes/$name.json" --backend "$backend" --duration "$seconds" --quiet --no-output --out "$dir" \
+    timeout "$(cap 240)" "$bin" run "scenes/$name.json" --backend "$backend" --duration "$seconds" --quiet --no-output --out "$dir" \
       > "$out/scenes/$name-$backend.log" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
@@ -160,7 +170,7 @@ what="$repeat repeat (soft_ball_gripping, seed 3, 0.3 s)"
 failed=0
 for k in 1 2; do
   rm -rf "/tmp/gpu-session-repeat-$k"
-  timeout 240 "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --seed 3 --duration 0.3 --quiet \
+  timeout "$(cap 240)" "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --seed 3 --duration 0.3 --quiet \
     --out "/tmp/gpu-session-repeat-$k" > "$out/repeat-$k.log" 2>&1 || failed=1
 done
 if [ $failed -eq 1 ]; then
@@ -184,12 +194,12 @@ rm -f "$out/batch.txt"
 for spmv in csr rowloop; do
   bdir=/tmp/gpu-session-batch-$spmv
   rm -rf "$bdir"
-  if timeout 240 "$bin" batch scenes/soft_ball_gripping.json --envs 3 --episodes 3 --steps 30 --backend "$repeat" --spmv $spmv \
+  if timeout "$(cap 240)" "$bin" batch scenes/soft_ball_gripping.json --envs 3 --episodes 3 --steps 30 --backend "$repeat" --spmv $spmv \
        --quiet --out "$bdir/batch" > "$out/batch-$spmv.log" 2>&1; then
     same=0
     for i in 0 1 2; do
       seed=$("$python" tests/batch_check.py seeds "$bdir/batch/manifest.h5" | awk -v i=$i '$1 == i { print $2 }')
-      timeout 240 "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --spmv $spmv --seed "$seed" --steps 30 --quiet \
+      timeout "$(cap 240)" "$bin" run scenes/soft_ball_gripping.json --backend "$repeat" --spmv $spmv --seed "$seed" --steps 30 --quiet \
         --out "$bdir/run-$i" >> "$out/batch-$spmv.log" 2>&1
       "$python" tests/batch_check.py same "$bdir/batch/episodes/episode_00000$i.h5" "$bdir/run-$i/output.h5" >> "$out/batch-$spmv.log" 2>&1 \
         && same=$((same + 1))
@@ -209,7 +219,7 @@ fi
 if command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck initcheck synccheck; do
     fits 40 "compute-sanitizer $tool" || continue
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 "${sanitized[@]}" run scenes/soft_ball_gripping.json --backend cuda \
+    timeout "$(cap 120)" compute-sanitizer --tool $tool --error-exitcode 9 "${sanitized[@]}" run scenes/soft_ball_gripping.json --backend cuda \
       --steps 3 --quiet --no-output > "$out/sanitizer-$tool.txt" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
@@ -223,7 +233,7 @@ fi
 if [ $bench -eq 1 ]; then
   # the convergence-check period on the GPU (docs/solver.md "Convergence checks"): k = 1, 2, 4, 8
   if fits 90 "check-every"; then
-    PYTHON=$python timeout 300 bash scripts/check-every.sh "$bin" cuda 30 > "$out/check-every.txt" 2>&1
+    PYTHON=$python timeout "$(cap 300)" bash scripts/check-every.sh "$bin" cuda 30 > "$out/check-every.txt" 2>&1
     say "check-every: rc $?"
     cat "$out/check-every.txt" >> "$out/summary.txt"
     pack
@@ -234,7 +244,7 @@ if [ $bench -eq 1 ]; then
     fits "${b##*:}" "bench $name" || continue
     reps=20
     if [ "$name" = solver ] || [ "$name" = modes ]; then reps=3; fi
-    timeout 300 "$bin" bench "$name" --backend cuda --reps $reps > "$out/bench-$name.txt" 2>&1
+    timeout "$(cap 300)" "$bin" bench "$name" --backend cuda --reps $reps > "$out/bench-$name.txt" 2>&1
     say "bench $name: rc $?"
     pack
   done
@@ -243,7 +253,7 @@ if [ $bench -eq 1 ]; then
   if command -v ncu > /dev/null; then
     for scene in cable_winding soft_mat_folding; do
       fits 60 "ncu $scene" || continue
-      timeout 120 ncu --launch-skip 3000 --launch-count 300 --metrics gpu__time_duration.sum --print-summary per-kernel \
+      timeout "$(cap 120)" ncu --launch-skip 3000 --launch-count 300 --metrics gpu__time_duration.sum --print-summary per-kernel \
         "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps 3 --quiet --no-output > "$out/ncu-$scene.txt" 2>&1
       say "ncu $scene: rc $?"
       pack
@@ -251,7 +261,7 @@ if [ $bench -eq 1 ]; then
   fi
   # env-steps/s up to 4096 cables per World (design target on CUDA: >= 1e5 at N = 4096)
   if fits 160 "bench batch"; then
-    timeout 300 "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
+    timeout "$(cap 300)" "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
       --json "$out/bench-batch.json" > "$out/bench-batch.txt" 2>&1
     say "bench batch: rc $?"
   fi

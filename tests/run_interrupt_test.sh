@@ -9,6 +9,7 @@ condsim=$1; scene=$2; work=$3; sig=$4; expected=$5
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 "$py" -c "import h5py" 2>/dev/null || { echo "skipped: python3-h5py not installed"; exit 77; }
+"$condsim" info | grep -q "HDF5 *found" || { echo "skipped: condsim built without HDF5"; exit 77; }
 rm -rf "$work" && mkdir -p "$work"
 "$condsim" run "$scene" --backend cpu --threads 1 --quiet --duration 100000 --out "$work" &
 pid=$!
