@@ -21,7 +21,6 @@
 # checks the repeat on the CPU instead (a machine without a GPU); PYTHON names an interpreter with
 # h5py and numpy (default /usr/bin/python3 when it has them, else python3).
 set -uo pipefail
-cd "$(dirname "$0")/.."
 bench=0
 prebuilt=0
 while [ $# -gt 0 ]; do
@@ -32,11 +31,18 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-build=${1:-/tmp/condsim-gpu-build}
+build=$(realpath -m "${1:-/tmp/condsim-gpu-build}")
+out=$(realpath -m "${GPU_SESSION_WORK:-/tmp/gpu-session-out}")
+[ -n "${GPU_SESSION_PKG:-}" ] && GPU_SESSION_PKG=$(realpath -m "$GPU_SESSION_PKG")
+cd "$(dirname "$0")/.."
 t0=$(date +%s)
 budget=${GPU_SESSION_BUDGET:-560}
 left() { echo $((t0 + budget - $(date +%s))); }
-out=${GPU_SESSION_WORK:-/tmp/gpu-session-out}
+# the work folder is replaced only when it is empty or an earlier session's
+if [ -n "$(ls -A "$out" 2>/dev/null)" ] && [ ! -f "$out/summary.txt" ]; then
+  echo "gpu-session: $out is not empty and not a session's work folder; name another GPU_SESSION_WORK"
+  exit 1
+fi
 rm -rf "$out"
 mkdir -p "$out/scenes"
 say() { echo "[$(($(date +%s) - t0)) s] $*" | tee -a "$out/summary.txt"; }
