@@ -24,7 +24,6 @@
 #include <random>
 #include <vector>
 
-#include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
 #include "models/fem/fem_model.h"
 #include "models/fem/tet_mesh.h"
@@ -570,91 +569,6 @@ TEST(CondBodyModes, CudaMatchesCpu) {
   EXPECT_LE(test::RelativeError(l_gpu, l_cpu), 1e-12);
   EXPECT_EQ(v_gpu, v_gpu2);
   EXPECT_EQ(l_gpu, l_gpu2);
-}
-
-}  // namespace
-}  // namespace condsim
-
-namespace condsim {
-namespace {
-
-// g = Z^T r per patch from kBodyModeChunk-node chunks summed in parallel (BodyModeResidualChunkOp,
-// BodyModeResidualOp): against the long-double sum over each patch's nodes within 1e-11 of the
-// largest term (about 800 terms), the same on 1 and 2 threads, a patch of one chunk bitwise its
-// nodes' sum in order, and a stopped environment's patch 0. The chunks of a solve's patches
-// (CondBodyModes::Prepare) run in the shipped-scene tests (scene_test.cpp: the soft mat's free
-// level is one patch over its more than 1000 nodes)
-TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
-  auto rng = test::Rng();
-  const std::vector<Index> sizes = {3 * kBodyModeChunk + 17, kBodyModeChunk, 5, 2 * kBodyModeChunk};
-  BodyModeHost h;
-  h.ptr.assign(1, 0);
-  h.chunk_ptr.assign(1, 0);
-  for (Index n : sizes) {
-    for (Index q = 0; q < n; q += kBodyModeChunk) h.chunk_begin.push_back(h.ptr.back() + q);
-    h.ptr.push_back(h.ptr.back() + n);
-    h.chunk_ptr.push_back(static_cast<Index>(h.chunk_begin.size()));
-  }
-  const Index listed = h.ptr.back(), nodes = listed + 10, patches = Index(sizes.size());
-  h.chunk_begin.push_back(listed);
-  std::vector<Index> perm(static_cast<std::size_t>(nodes));
-  for (Index i = 0; i < nodes; ++i) perm[i] = i;
-  std::shuffle(perm.begin(), perm.end(), rng);
-  h.node.assign(perm.begin(), perm.begin() + listed);
-  h.arm = test::RandomVector(rng, 3 * listed);
-  const std::vector<Scalar> r = test::RandomVector(rng, 3 * nodes, -1e3, 1e3);
-  // the last patch's nodes in a stopped environment
-  std::vector<Index> node_env(static_cast<std::size_t>(nodes), 0);
-  for (Index q = h.ptr[patches - 1]; q < listed; ++q) node_env[h.node[q]] = 1;
-  const std::vector<unsigned char> env_active = {1, 0};
-  std::vector<std::vector<Scalar>> results;
-  for (int threads : {1, 2}) {
-    BackendOptions o;
-    o.cpu_threads = threads;
-    auto backend = MakeBackend(BackendChoice::kCpu, o).backend;
-    Backend* b = backend.get();
-    auto kernels = MakeKernels<CondKernels>(*b);
-    BodyModeArrays arrays;
-    arrays.Upload(b, h);
-    Array<Scalar> r_d(b, r), partial(b, std::vector<Scalar>(6 * h.chunk_begin.size(), 0)), g(b, std::vector<Scalar>(6 * patches, 7));
-    Array<Index> env_d(b, node_env);
-    Array<unsigned char> active_d(b, env_active);
-    kernels->BodyModeResidualChunk(Index(h.chunk_begin.size()) - 1,
-                                   BodyModeResidualChunkOp{arrays.view(), r_d.data(), env_d.data(), active_d.data(), partial.data()});
-    kernels->BodyModeResidual(patches, BodyModeResidualOp{arrays.view(), partial.data(), env_d.data(), active_d.data(), g.data()});
-    results.push_back(g.ToHost());
-  }
-  EXPECT_EQ(results[0], results[1]);
-  const std::vector<Scalar>& g = results[0];
-  for (Index p = 0; p < patches; ++p) {
-    long double ref[6] = {0, 0, 0, 0, 0, 0}, scale = 0;
-    Vec3 lin, rot;  // the sum in node order, as one thread
-    for (Index q = h.ptr[p]; q < h.ptr[p + 1]; ++q) {
-      const Vec3 arm(h.arm[3 * q], h.arm[3 * q + 1], h.arm[3 * q + 2]);
-      const Index i = h.node[q];
-      const Vec3 x(r[3 * i], r[3 * i + 1], r[3 * i + 2]);
-      ModeTranspose(arm, x, &lin, &rot);
-      const Vec3 c = Cross(arm, x);
-      for (int d = 0; d < 3; ++d) {
-        ref[d] += x[d];
-        ref[3 + d] += c[d];
-        scale = std::max(scale, std::fabs(static_cast<long double>(x[d])) * 1000);
-      }
-    }
-    for (int d = 0; d < 6; ++d) {
-      if (p == patches - 1) {
-        EXPECT_EQ(g[6 * p + d], 0) << "stopped environment, patch " << p;
-      } else {
-        EXPECT_LE(std::fabs(static_cast<long double>(g[6 * p + d]) - ref[d]), 1e-14 * scale) << "patch " << p << " component " << d;
-      }
-    }
-    // one chunk: the nodes' sum in order, bitwise
-    if (h.ptr[p + 1] - h.ptr[p] <= kBodyModeChunk && p != patches - 1)
-      for (int d = 0; d < 3; ++d) {
-        EXPECT_EQ(g[6 * p + d], lin[d]);
-        EXPECT_EQ(g[6 * p + 3 + d], rot[d]);
-      }
-  }
 }
 
 }  // namespace

@@ -86,6 +86,16 @@ void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
   free_ = true;
 }
 
+void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin) {
+  chunk_ptr->assign(1, 0);
+  chunk_begin->clear();
+  for (std::size_t p = 0; p + 1 < ptr.size(); ++p) {
+    for (Index q = ptr[p]; q < ptr[p + 1]; q += kBodyModeChunk) chunk_begin->push_back(q);
+    chunk_ptr->push_back(static_cast<Index>(chunk_begin->size()));
+  }
+  chunk_begin->push_back(ptr.empty() ? 0 : ptr.back());
+}
+
 void CondBodyModes::SelectPatches(BodyModeHost* used) const {
   const Index nodes = ctx_->nodes;
   // the patches less the nodes the contact step touches (contact nodes, barycentric hosts and
@@ -236,14 +246,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   num_patches_ = static_cast<Index>(used.ptr.size()) - 1;
   if (num_patches_ == 0) return;
   listed_ = static_cast<Index>(used.node.size());
-  // each patch's listed nodes in chunks of kBodyModeChunk from its start (BodyModeResidualChunkOp)
-  used.chunk_ptr.assign(1, 0);
-  used.chunk_begin.clear();
-  for (Index p = 0; p < num_patches_; ++p) {
-    for (Index q = used.ptr[p]; q < used.ptr[p + 1]; q += kBodyModeChunk) used.chunk_begin.push_back(q);
-    used.chunk_ptr.push_back(static_cast<Index>(used.chunk_begin.size()));
-  }
-  used.chunk_begin.push_back(listed_);
+  CutBodyModeChunks(used.ptr, &used.chunk_ptr, &used.chunk_begin);
   chunks_ = used.chunk_ptr.back();
   Coupling(a.pattern(), &used);
   rows_ = listed_ + static_cast<Index>(used.halo.size());

@@ -57,6 +57,11 @@ void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar
 // the same without arms (node, ptr and body_ptr only)
 void AppendBodyPatchNodes(const std::vector<Index>& patch, Index first, BodyModes* modes);
 
+// each patch's listed nodes ptr[p] .. ptr[p+1) cut into chunks of kBodyModeChunk from its start:
+// BodyModeView::chunk_ptr (per patch) and chunk_begin (per chunk, and the end), for
+// BodyModeResidualChunkOp
+void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin);
+
 // AppendBodyPatches' arms and body arms computed on the backend from the bodies' positions there,
 // bitwise the host's (BodyPatchCentreOp, BodyPatchArmOp): no position comes to the host
 class BodyPatchArms {
