@@ -19,20 +19,9 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" "$(dirname "$pkg")"
 cp "$build/condsim" "$stage/bin/"
-# the test binaries with CUDA tests: the label-cuda ones whole, the others' tests named *Cuda*
-cuda_label=$(sed -n 's/^ *condsim_test(\([a-z_0-9]*\) .*LABEL cuda.*/\1/p' tests/CMakeLists.txt)
-: > "$stage/cuda-tests.txt"
-for t in "$build"/tests/*_test; do
-  name=$(basename "$t")
-  if echo "$cuda_label" | grep -qx "$name"; then
-    echo "$name *" >> "$stage/cuda-tests.txt"
-  elif "$t" --gtest_list_tests 2>/dev/null | grep "Cuda" > /dev/null; then
-    echo "$name *Cuda*" >> "$stage/cuda-tests.txt"
-  else
-    continue
-  fi
-  cp "$t" "$stage/bin/"
-done
+# the test binaries with CUDA tests and their gtest filters, as ctest chooses them
+bash scripts/cuda-tests.sh "$build" > "$stage/cuda-tests.txt"
+while read -r name _; do cp "$build/tests/$name" "$stage/bin/"; done < "$stage/cuda-tests.txt"
 strip "$stage"/bin/*
 # shared libraries outside glibc, the compiler runtime and CUDA
 missing=$(for f in "$stage"/bin/*; do ldd "$f"; done | awk '/not found/ { print $1 }' | sort -u)

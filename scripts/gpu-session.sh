@@ -121,22 +121,19 @@ status=0
 if [ "${GPU_SESSION_CUDA_TESTS:-1}" = 0 ]; then
   say "skipped: CUDA tests (GPU_SESSION_CUDA_TESTS=0)"
 elif fits 30 "CUDA tests"; then
-  if [ $prebuilt -eq 1 ]; then
-    while read -r name filter; do
-      CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 300)" "$build/tests/$name" --gtest_filter="$filter" < /dev/null > "$out/test-$name.txt" 2>&1
-      rc=$?
-      [ $rc -eq 0 ] || status=1
-      say "$name ($filter): rc $rc, $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]' "$out/test-$name.txt" | tr '\n' ' ')"
-      grep -E '^\[  FAILED  \] [A-Z]' "$out/test-$name.txt" | grep -v " ms)" | tee -a "$out/summary.txt"
-    done < "$build/pkg/cuda-tests.txt"
-  else
-    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 400)" ctest -L cuda --output-on-failure > "$out/ctest-cuda.txt" 2>&1)
-    rc=$?
-    (cd "$build" && CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 300)" ctest -LE cuda -R Cuda --output-on-failure >> "$out/ctest-cuda.txt" 2>&1) || rc=1
-    [ $rc -eq 0 ] || status=1
-    say "ctest (label cuda, and tests named Cuda*): rc $rc"
-    grep -E "tests passed|\(Failed\)|\*\*\*" "$out/ctest-cuda.txt" | tee -a "$out/summary.txt"
+  # the tests ctest would choose (scripts/cuda-tests.sh), the same list from a build and a package
+  list=$build/pkg/cuda-tests.txt
+  if [ $prebuilt -eq 0 ]; then
+    list=$out/cuda-tests.txt
+    bash scripts/cuda-tests.sh "$build" > "$list" || { say "cuda-tests.sh failed"; status=1; : > "$list"; }
   fi
+  while read -r name filter; do
+    CONDSIM_REQUIRE_CUDA=1 timeout "$(cap 300)" "$build/tests/$name" --gtest_filter="$filter" < /dev/null > "$out/test-$name.txt" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    say "$name: rc $rc, $(grep -E '^\[  PASSED|^\[  FAILED  \] [0-9]' "$out/test-$name.txt" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \] [A-Z]' "$out/test-$name.txt" | grep -v " ms)" | tee -a "$out/summary.txt"
+  done < "$list"
   pack
 fi
 

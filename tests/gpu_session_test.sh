@@ -4,7 +4,8 @@
 # (scripts/gpu-pack.sh, --prebuilt), and checks each time its table: the cpu row ran (rc 0, the
 # scene's 20 steps), the two seeded cpu runs wrote bitwise-identical output.h5, a batch of three
 # episodes equals each run alone (with both --spmv values the script passes), and $OUT received
-# summary.txt and gpu-session.tgz (exit 77 without HDF5)
+# summary.txt and gpu-session.tgz (exit 77 without HDF5); and that the CUDA test list both paths
+# use (scripts/cuda-tests.sh, packed by gpu-pack.sh) holds the tests ctest's labels choose
 build=$1; work=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$work" && mkdir -p "$work"
@@ -29,6 +30,13 @@ run() {
     GPU_SESSION_CUDA_TESTS=0 GPU_SESSION_PKG=$work/pkg.tgz bash scripts/gpu-session.sh "$@" > "$work/$name.stdout.txt" 2>&1
   cat "$work/$name.stdout.txt"
 }
+# the CUDA tests both paths run (scripts/cuda-tests.sh): as many gtest cases as ctest chooses
+bash scripts/cuda-tests.sh "$build" > "$work/cuda-tests.txt" || { echo "FAIL: cuda-tests.sh"; exit 1; }
+listed=$(awk '{ n += split($2, a, ":") } END { print n + 0 }' "$work/cuda-tests.txt")
+count() { (cd "$build" && ctest -N "$@" | sed -n 's/^Total Tests: //p'); }
+chosen=$(($(count -L cuda) + $(count -LE cuda -R Cuda)))
+[ "$listed" = "$chosen" ] && [ "$listed" -gt 0 ] ||
+  { echo "FAIL: cuda-tests.sh lists $listed tests, ctest -L cuda / -LE cuda -R Cuda choose $chosen"; exit 1; }
 run session "$build"
 check "$work/session"
 if "$build/condsim" info | grep -q "CUDA backend *compiled"; then
@@ -36,5 +44,7 @@ if "$build/condsim" info | grep -q "CUDA backend *compiled"; then
   run prebuilt --prebuilt "$work/unpacked"
   check "$work/prebuilt"
   grep -q "prebuilt" "$work/prebuilt/summary.txt" || { echo "FAIL: the prebuilt binaries were not used"; exit 1; }
+  tar -xzOf "$work/pkg.tgz" ./cuda-tests.txt | cmp -s - "$work/cuda-tests.txt" ||
+    { echo "FAIL: the package's test list is not cuda-tests.sh's"; exit 1; }
 fi
 echo "gpu-session.sh: table and repeat check work on the cpu, from the build and from its package"
