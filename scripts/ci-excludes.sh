@@ -10,8 +10,10 @@
 
 # guarded memory (cpu-guard.sh): every launch costs two mprotect calls, 15-30 us each on the
 # development machine's virtual CPUs. cli.batch_kill9*/sigint*: batches with timed signals that
-# pass ctest's timeout there; the rest: over 45 s each in the mode (2300 of the stage's 3560 s).
-GUARD_EXCLUDE=${GUARD_EXCLUDE-'^(cli\.batch_(kill9|sigint).*|World\.StaticFrictionCreepsAtForceOverKv|FemCantilever\.TipDeflectionConvergesToEulerBernoulli|FemDynamics\.FreeFlightConservesMomentumAndDoesNotGainEnergy|CondChains\.ContactNodesInsideAChainStayExact|WorldRodContact\.CableLoopRestsOnItself|'\
+# pass ctest's timeout there; the rest: over 45 s each in the mode (2300 of the stage's 3560 s);
+# then the envs3/group2 variants of cli.batch_shards/_same (their host code runs in the plain
+# variants here) and the cable and ball batch scenes (260 of the stage's remaining 1250 s).
+GUARD_EXCLUDE=${GUARD_EXCLUDE-'^(cli\.batch_(kill9|sigint).*|cli\.batch_(shards|same)_(envs3|group2)|Scenes/WorldBatch\.EnvironmentsStepAsAlone/(cableXwinding|softXballXgripping) .*|World\.StaticFrictionCreepsAtForceOverKv|FemCantilever\.TipDeflectionConvergesToEulerBernoulli|FemDynamics\.FreeFlightConservesMomentumAndDoesNotGainEnergy|CondChains\.ContactNodesInsideAChainStayExact|WorldRodContact\.CableLoopRestsOnItself|'\
 'World\.RestingBoxDoesNotDriftAndCarriesItsWeight|WorldCoupling\.CableDrapesOverFemBlockAndRigidBox|Scene\.SoftGripperSceneLiftsTheCube|WorldMomentum\.FemCable|Gripper\.LiftsSoftBallAndHoldsItWithoutSlip|scripts\.gpu_session|WorldCoupling\.MeshShapedRigidBodyCarriesBoxesAndFem|ResidentStep\.GrowingContactsAllocateNothingAfterTheFirstStep|WorldFemSpin\.FreeSpinConservesMomentumAndAngularMomentum|CondStopRule\.MomentumCheckSolvesAStiffChainThatThetaAloneStopsEarly|WorldFemSpin\.GeometricStiffnessDoesNotResistRigidMotion|cli\.batch_group|RodDrape\.CableDrapesOverCylinderLikeFineSteps|WorldBatchFailure\.FailedFemEnvironmentIsFrozen|'\
 'CondBodyModes\.SameFixedPointInFewerIterations|World\.BoxSlidingMatchesAnalyticLawTableI|WorldMomentum\.CableCable|Scene\.SoftMatFoldingSceneFoldsWithoutPenetration|World\.AnisotropicFrictionFollowsMaximalDissipation|WorldFemContact\.StackedCubesCarryTheWeight|Scene\.SoftBallGrippingSceneLiftsTheBall|WorldFemSpin\.FastSpinStaysBounded|WorldRigidContact\.SoftBlockCarriesThePlate)$'}
 
