@@ -3,14 +3,30 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "models/cond/cond_body_modes.h"
+#include "models/cond/cond_context.h"
 #include "models/cond/cond_kernels.h"
 #include "test_util.h"
 
 namespace condsim {
 namespace {
+
+// a CPU backend of `threads` threads with the COND launches and a body-mode record uploaded
+struct OpsOnThreads {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<CondKernels> kernels;
+  BodyModeArrays arrays;
+  OpsOnThreads(int threads, const BodyModeHost& h) {
+    BackendOptions o;
+    o.cpu_threads = threads;
+    backend = MakeBackend(BackendChoice::kCpu, o).backend;
+    kernels = MakeKernels<CondKernels>(*backend);
+    arrays.Upload(backend.get(), h);
+  }
+};
 
 // g = Z^T r per patch from kBodyModeChunk-node chunks summed in parallel (BodyModeResidualChunkOp,
 // BodyModeResidualOp): against the long-double sum over each patch's nodes within 1e-11 of the
@@ -40,13 +56,10 @@ TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
   const std::vector<unsigned char> env_active = {1, 0};
   std::vector<std::vector<Scalar>> results;
   for (int threads : {1, 2}) {
-    BackendOptions o;
-    o.cpu_threads = threads;
-    auto backend = MakeBackend(BackendChoice::kCpu, o).backend;
-    Backend* b = backend.get();
-    auto kernels = MakeKernels<CondKernels>(*b);
-    BodyModeArrays arrays;
-    arrays.Upload(b, h);
+    OpsOnThreads ops(threads, h);
+    Backend* b = ops.backend.get();
+    CondKernels* kernels = ops.kernels.get();
+    const BodyModeArrays& arrays = ops.arrays;
     Array<Scalar> r_d(b, r), partial(b, std::vector<Scalar>(6 * h.chunk_begin.size(), 0)), g(b, std::vector<Scalar>(6 * patches, 7));
     Array<Index> env_d(b, node_env);
     Array<unsigned char> active_d(b, env_active);
@@ -85,6 +98,124 @@ TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
         EXPECT_EQ(g[6 * p + d], lin[d]);
         EXPECT_EQ(g[6 * p + 3 + d], rot[d]);
       }
+  }
+}
+
+// the free-body gate and the truncated modes' contact force and step limit over each patch's
+// contacts cut into kBodyModeChunk-contact chunks (BodyModeGateChunkOp + BodyModeGateOp,
+// BodyModeContactForceChunkOp + BodyModeContactForceOp, BodyModeLimitChunkOp + BodyModeLimitOp)
+// against host loops over the contacts: the gate flags, the blocked contacts and the step limits
+// exactly (an "any" and a minimum do not depend on the order), Z^T Jc^T lambda against the
+// long-double sum within 1e-11 of its largest term (about 800 terms); the same on 1 and 2 threads
+TEST(CondBodyModes, ChunkedGateForceAndLimitMatchTheLoopOverContacts) {
+  auto rng = test::Rng();
+  // gate contacts per patch: four chunks, none, one short, exactly one
+  const std::vector<Index> counts = {3 * kBodyModeChunk + 17, 0, 5, kBodyModeChunk};
+  const Index patches = Index(counts.size()), per_patch = 40, nodes = patches * per_patch;
+  BodyModeHost h;
+  h.ptr.assign(1, 0);
+  h.node_slot.assign(std::size_t(nodes), -1);
+  for (Index p = 0; p < patches; ++p) {
+    for (Index k = 0; k < per_patch; ++k) {
+      h.node_slot[std::size_t(p * per_patch + k)] = Index(h.node.size());
+      h.node.push_back(p * per_patch + k);
+    }
+    h.ptr.push_back(Index(h.node.size()));
+  }
+  h.arm = test::RandomVector(rng, 3 * nodes);
+  // S-contacts on random nodes of each patch, listed in contact order. The gate's impulses are 0
+  // except on one contact of patch 0's last chunk and every contact of patch 3; the force's are
+  // random
+  ContactSet c;
+  h.gate_ptr.assign(1, 0);
+  std::uniform_int_distribution<Index> pick(0, per_patch - 1);
+  std::vector<Scalar> gate_lambda, lambda;
+  for (Index p = 0; p < patches; ++p) {
+    for (Index k = 0; k < counts[p]; ++k) {
+      const std::vector<Scalar> n = test::RandomVector(rng, 3), slack = test::RandomVector(rng, 1, -0.5, 1);
+      h.gate_contact.push_back(c.size());
+      c.Add(p * per_patch + pick(rng), -1, ContactFrame(Normalized(Vec3(n[0], n[1], n[2] + 2))), slack[0], 0.5, 0.5);
+      const std::vector<Scalar> l = test::RandomVector(rng, 3);
+      const bool carries = (p == 0 && k == counts[p] - 3) || p == 3;
+      for (int d = 0; d < 3; ++d) {
+        gate_lambda.push_back(carries ? l[d] : Scalar(0));
+        lambda.push_back(l[d]);
+      }
+    }
+    h.gate_ptr.push_back(Index(h.gate_contact.size()));
+  }
+  CutBodyModeChunks(h.gate_ptr, &h.gate_chunk_ptr, &h.gate_chunk_begin, &h.gate_chunk_patch);
+  EXPECT_EQ(h.gate_chunk_ptr, (std::vector<Index>{0, 4, 4, 5, 6}));
+  EXPECT_EQ(h.gate_chunk_patch, (std::vector<Index>{0, 0, 0, 0, 2, 3}));
+  const Index chunks = h.gate_chunk_ptr.back();
+  const std::vector<Scalar> v = test::RandomVector(rng, 3 * nodes), dv = test::RandomVector(rng, 6 * patches);
+  const std::vector<Scalar> g0 = test::RandomVector(rng, 6 * patches);
+  struct Out {
+    std::vector<Scalar> g_gate, g_force, alpha;
+    std::vector<unsigned char> loaded, blocked;
+  };
+  std::vector<Out> outs;
+  for (int threads : {1, 2}) {
+    OpsOnThreads ops(threads, h);
+    Backend* b = ops.backend.get();
+    CondKernels* kernels = ops.kernels.get();
+    const BodyModeArrays& arrays = ops.arrays;
+    ContactArrays contacts;
+    contacts.Upload(b, c);
+    Array<Scalar> gate_lambda_d(b, gate_lambda), lambda_d(b, lambda), v_d(b, v), dv_d(b, dv), g(b, g0), partial(b, 6 * chunks), chunk_alpha(b, chunks), alpha(b, patches);
+    Array<unsigned char> hit(b, chunks), loaded(b, std::vector<unsigned char>(std::size_t(patches), 0));
+    Array<unsigned char> blocked(b, std::vector<unsigned char>(std::size_t(c.size()), 0));
+    Array<Index> env_d(b, std::vector<Index>(std::size_t(nodes), 0));
+    Array<unsigned char> active_d(b, std::vector<unsigned char>{1});
+    Out out;
+    kernels->BodyModeGateChunk(chunks, BodyModeGateChunkOp{arrays.view(), gate_lambda_d.data(), loaded.data(), hit.data()});
+    kernels->BodyModeGate(patches, BodyModeGateOp{arrays.view(), hit.data(), loaded.data(), g.data()});
+    out.g_gate = g.ToHost();
+    out.loaded = loaded.ToHost();
+    g.CopyFromHost(g0);
+    kernels->BodyModeContactForceChunk(chunks, BodyModeContactForceChunkOp{arrays.view(), contacts.view(), lambda_d.data(), partial.data()});
+    kernels->BodyModeContactForce(patches, BodyModeContactForceOp{arrays.view(), partial.data(), env_d.data(), active_d.data(), g.data()});
+    out.g_force = g.ToHost();
+    kernels->BodyModeLimitChunk(chunks, BodyModeLimitChunkOp{arrays.view(), contacts.view(), v_d.data(), dv_d.data(), chunk_alpha.data(), blocked.data()});
+    kernels->BodyModeLimit(patches, BodyModeLimitOp{arrays.view(), chunk_alpha.data(), alpha.data()});
+    out.alpha = alpha.ToHost();
+    out.blocked = blocked.ToHost();
+    outs.push_back(out);
+  }
+  EXPECT_EQ(outs[0].g_force, outs[1].g_force);
+  EXPECT_EQ(outs[0].alpha, outs[1].alpha);
+  EXPECT_EQ(outs[0].blocked, outs[1].blocked);
+  const Out& out = outs[0];
+  // the gate: patches 0 and 3 carry an impulse (g zeroed, loaded), 1 and 2 keep g
+  EXPECT_EQ(out.loaded, (std::vector<unsigned char>{1, 0, 0, 1}));
+  for (Index p = 0; p < patches; ++p)
+    for (int d = 0; d < 6; ++d) EXPECT_EQ(out.g_gate[6 * p + d], out.loaded[p] ? Scalar(0) : g0[6 * p + d]) << "patch " << p;
+  for (Index p = 0; p < patches; ++p) {
+    // host loops over the patch's contacts in order
+    long double force[6] = {0, 0, 0, 0, 0, 0}, scale = 0;
+    Scalar a = 1;
+    const Vec3 lin(dv[6 * p], dv[6 * p + 1], dv[6 * p + 2]), ang(dv[6 * p + 3], dv[6 * p + 4], dv[6 * p + 5]);
+    for (Index k = h.gate_ptr[p]; k < h.gate_ptr[p + 1]; ++k) {
+      const Index m = h.gate_contact[k], i = c.node_i[m], q = h.node_slot[i];
+      const Vec3 arm(h.arm[3 * q], h.arm[3 * q + 1], h.arm[3 * q + 2]);
+      const Vec3 f = Transpose(c.Frame(m)) * Vec3(lambda[3 * m], lambda[3 * m + 1], lambda[3 * m + 2]);
+      const Vec3 t = Cross(arm, f);
+      for (int d = 0; d < 3; ++d) {
+        force[d] += f[d];
+        force[3 + d] += t[d];
+        scale = std::max(scale, std::fabs(static_cast<long double>(f[d])));
+      }
+      const Vec3 n = c.Frame(m).Row(0);
+      const Scalar dn = Dot(n, lin + Cross(ang, arm));
+      const Scalar s = Dot(n, Vec3(v[3 * i], v[3 * i + 1], v[3 * i + 2])) + c.phi[m];
+      const Scalar ac = dn >= 0 ? Scalar(1) : (s > 0 ? s / -dn : Scalar(0));
+      EXPECT_EQ(out.blocked[m], ac < 1 ? 1 : 0) << "contact " << m;
+      a = std::min(a, ac);
+    }
+    EXPECT_EQ(out.alpha[p], a) << "patch " << p;
+    for (int d = 0; d < 6; ++d)
+      EXPECT_LE(std::fabs(static_cast<long double>(out.g_force[6 * p + d]) - (g0[6 * p + d] - force[d])), 1e-11 * (scale + 1))
+          << "patch " << p << " component " << d;
   }
 }
 

@@ -37,11 +37,15 @@ namespace condsim {
                        /* entry there (BodyModeGatherArmOp); empty with host arms */            \
   X(Index, chunk_ptr)  /* per patch: its chunks chunk_ptr[p] .. chunk_ptr[p+1) of listed nodes */ \
   X(Index, chunk_begin) /* per chunk c: listed nodes chunk_begin[c] .. chunk_begin[c+1) (one */ \
-                       /* patch's, kBodyModeChunk at most, cut from the patch's start) */
+                       /* patch's, kBodyModeChunk at most, cut from the patch's start) */          \
+  X(Index, gate_chunk_ptr)   /* the same cut of each patch's gate contacts: per patch its */     \
+  X(Index, gate_chunk_begin) /* chunks, per chunk its entries of gate_contact (and the end), */ \
+  X(Index, gate_chunk_patch) /* per chunk its patch */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 
-// listed nodes per chunk of a patch's sums over its nodes (BodyModeResidualChunkOp): a patch of
-// 10^5 nodes is 391 chunks summed in parallel, not one thread's loop
+// listed nodes (or gate contacts) per chunk of a patch's sums over its nodes (BodyModeResidualChunkOp;
+// the gate, contact-force and limit chunk ops): a patch of 10^5 nodes is 391 chunks summed in
+// parallel, not one thread's loop
 constexpr Index kBodyModeChunk = 256;
 
 // Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
@@ -151,18 +155,34 @@ struct BodyModeResidualOp {
 // this solve, the patch takes no correction (g = 0) for the rest of it; so the correction of a
 // patch that lists contact nodes acts only while its contacts are idle (Jc^T lambda = 0 on its
 // nodes: Z^T r is then the full residual's), and never alternates with the contact step
+// per chunk of a patch's gate contacts (BodyModeGateOp): whether one of them carries an impulse
+// (not looked at once the patch is loaded)
+struct BodyModeGateChunkOp {
+  static constexpr Index kGrain = 8;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* lambda;        // 3 per contact
+  const unsigned char* loaded;  // per patch
+  unsigned char* hit;          // per gate chunk
+  CONDSIM_HD_INLINE void operator()(Index c) const {
+    bool on = false;
+    if (!loaded[m.gate_chunk_patch[c]])
+      for (Index k = m.gate_chunk_begin[c]; k < m.gate_chunk_begin[c + 1] && !on; ++k) {
+        const Index cc = m.gate_contact[k];
+        on = lambda[3 * cc] != 0 || lambda[3 * cc + 1] != 0 || lambda[3 * cc + 2] != 0;
+      }
+    hit[c] = on ? 1 : 0;
+  }
+};
+
 struct BodyModeGateOp {
   static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
-  const Scalar* lambda;    // 3 per contact
-  unsigned char* loaded;   // per patch, sticky within a solve
-  Scalar* g;               // 6 per patch
+  const unsigned char* hit;  // per gate chunk (BodyModeGateChunkOp)
+  unsigned char* loaded;     // per patch, sticky within a solve
+  Scalar* g;                 // 6 per patch
   CONDSIM_HD_INLINE void operator()(Index p) const {
     bool on = loaded[p] != 0;
-    for (Index k = m.gate_ptr[p]; k < m.gate_ptr[p + 1] && !on; ++k) {
-      const Index c = m.gate_contact[k];
-      on = lambda[3 * c] != 0 || lambda[3 * c + 1] != 0 || lambda[3 * c + 2] != 0;
-    }
+    for (Index c = m.gate_chunk_ptr[p]; c < m.gate_chunk_ptr[p + 1] && !on; ++c) on = hit[c] != 0;
     if (!on) return;
     loaded[p] = 1;
     for (int d = 0; d < 6; ++d) g[6 * p + d] = 0;
@@ -351,23 +371,41 @@ struct BodyModeInvertOp {
 // truncated modes (CondParams::truncated_modes): the patches also list the contact nodes whose
 // contacts were idle at the last refresh; per patch g -= Z^T Jc^T lambda over its contacts, so
 // the correction is the Galerkin step on the force-balanced residual A v - b - Jc^T lambda and
-// the fixed point is unchanged (0 there). The patch's contacts are S-contacts on listed nodes
-struct BodyModeContactForceOp {
-  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+// the fixed point is unchanged (0 there). The patch's contacts are S-contacts on listed nodes.
+// Per chunk of a patch's gate contacts: its part of Z^T Jc^T lambda, in contact order (6 per chunk)
+struct BodyModeContactForceChunkOp {
+  static constexpr Index kGrain = 8;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   ContactView c;
   const Scalar* lambda;  // 3 per contact
+  Scalar* partial;       // 6 per gate chunk
+  CONDSIM_HD_INLINE void operator()(Index ch) const {
+    Vec3 f_lin, f_rot;
+    for (Index k = m.gate_chunk_begin[ch]; k < m.gate_chunk_begin[ch + 1]; ++k) {
+      const Index cc = m.gate_contact[k];
+      // Jc^T lambda on node i (eq. 13, S-contact: R^T lambda)
+      const Vec3 f = Transpose(LoadMat3(c.frame, cc)) * LoadVec3(lambda, cc);
+      ModeTranspose(LoadVec3(m.arm, m.node_slot[c.node_i[cc]]), f, &f_lin, &f_rot);
+    }
+    StoreVec3(partial, 2 * ch, f_lin);
+    StoreVec3(partial, 2 * ch + 1, f_rot);
+  }
+};
+
+// per patch: g -= Z^T Jc^T lambda, its chunks' parts summed in chunk order from 0
+struct BodyModeContactForceOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* partial;  // BodyModeContactForceChunkOp's
   const Index* node_env;
   const unsigned char* env_active;
   Scalar* g;  // 6 per patch
   CONDSIM_HD_INLINE void operator()(Index p) const {
     if (m.gate_ptr[p] == m.gate_ptr[p + 1] || !env_active[node_env[m.node[m.ptr[p]]]]) return;
     Vec3 f_lin, f_rot;
-    for (Index k = m.gate_ptr[p]; k < m.gate_ptr[p + 1]; ++k) {
-      const Index cc = m.gate_contact[k];
-      // Jc^T lambda on node i (eq. 13, S-contact: R^T lambda)
-      const Vec3 f = Transpose(LoadMat3(c.frame, cc)) * LoadVec3(lambda, cc);
-      ModeTranspose(LoadVec3(m.arm, m.node_slot[c.node_i[cc]]), f, &f_lin, &f_rot);
+    for (Index ch = m.gate_chunk_ptr[p]; ch < m.gate_chunk_ptr[p + 1]; ++ch) {
+      f_lin += LoadVec3(partial, 2 * ch);
+      f_rot += LoadVec3(partial, 2 * ch + 1);
     }
     StoreVec3(g, 2 * p, LoadVec3(g, 2 * p) - f_lin);
     StoreVec3(g, 2 * p + 1, LoadVec3(g, 2 * p + 1) - f_rot);
@@ -377,19 +415,21 @@ struct BodyModeContactForceOp {
 // truncated modes, per patch: the largest step alpha in [0, 1] along its dv that keeps each of
 // its contacts feasible, J_n (v + alpha Z dv) + phi >= 0 (eq. 11 at velocity level): alpha =
 // min over contacts with J_n Z dv < 0 of max(s, 0) / (-J_n Z dv), s = J_n v + phi (the
-// feasibility-limited coarse step of monotone multigrid for obstacle problems, Kornhuber 1994)
-struct BodyModeLimitOp {
-  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+// feasibility-limited coarse step of monotone multigrid for obstacle problems, Kornhuber 1994).
+// Per chunk of a patch's gate contacts: the smallest alpha over its contacts
+struct BodyModeLimitChunkOp {
+  static constexpr Index kGrain = 8;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   ContactView c;
   const Scalar* v;   // the iterate the correction starts from
   const Scalar* dv;  // 6 per patch
-  Scalar* alpha;     // per patch
+  Scalar* alpha;     // per gate chunk
   unsigned char* blocked;  // per contact: it limited a step since the last refresh (sticky)
-  CONDSIM_HD_INLINE void operator()(Index p) const {
+  CONDSIM_HD_INLINE void operator()(Index ch) const {
     Scalar a = 1;
+    const Index p = m.gate_chunk_patch[ch];
     const Vec3 lin = LoadVec3(dv, 2 * p), ang = LoadVec3(dv, 2 * p + 1);
-    for (Index k = m.gate_ptr[p]; k < m.gate_ptr[p + 1]; ++k) {
+    for (Index k = m.gate_chunk_begin[ch]; k < m.gate_chunk_begin[ch + 1]; ++k) {
       const Index cc = m.gate_contact[k], i = c.node_i[cc];
       const Vec3 n = LoadMat3(c.frame, cc).Row(0);
       const Scalar dn = Dot(n, lin + Cross(ang, LoadVec3(m.arm, m.node_slot[i])));
@@ -400,6 +440,20 @@ struct BodyModeLimitOp {
       blocked[cc] = 1;
       if (ac < a) a = ac;
     }
+    alpha[ch] = a;
+  }
+};
+
+// per patch: the smallest alpha of its chunks (BodyModeLimitChunkOp), 1 without contacts
+struct BodyModeLimitOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* chunk_alpha;  // per gate chunk
+  Scalar* alpha;              // per patch
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    Scalar a = 1;
+    for (Index ch = m.gate_chunk_ptr[p]; ch < m.gate_chunk_ptr[p + 1]; ++ch)
+      if (chunk_alpha[ch] < a) a = chunk_alpha[ch];
     alpha[p] = a;
   }
 };

@@ -86,11 +86,16 @@ void CondBodyModes::SetFreeBodies(const BodyModes& modes) {
   free_ = true;
 }
 
-void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin) {
+void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin,
+                       std::vector<Index>* chunk_patch) {
   chunk_ptr->assign(1, 0);
   chunk_begin->clear();
+  if (chunk_patch != nullptr) chunk_patch->clear();
   for (std::size_t p = 0; p + 1 < ptr.size(); ++p) {
-    for (Index q = ptr[p]; q < ptr[p + 1]; q += kBodyModeChunk) chunk_begin->push_back(q);
+    for (Index q = ptr[p]; q < ptr[p + 1]; q += kBodyModeChunk) {
+      chunk_begin->push_back(q);
+      if (chunk_patch != nullptr) chunk_patch->push_back(static_cast<Index>(p));
+    }
     chunk_ptr->push_back(static_cast<Index>(chunk_begin->size()));
   }
   chunk_begin->push_back(ptr.empty() ? 0 : ptr.back());
@@ -226,6 +231,11 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   arrays_.Reserve(b, 3 * max_nodes + bounds.contacts + 1);
   t_.Reserve(b, 18 * max_nodes);
   v_keep_.Reserve(b, 3 * max_nodes);
+  // gate entries: at most two per contact (a D-contact between two patches)
+  const Index gate_chunks = 2 * bounds.contacts / kBodyModeChunk + modes_.size() + 1;
+  gate_partial_.Reserve(b, 6 * gate_chunks, false);
+  gate_alpha_.Reserve(b, gate_chunks, false);
+  gate_hit_.Reserve(b, gate_chunks, false);
 }
 
 void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
@@ -267,6 +277,8 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
       used.gate_ptr[p + 1] = static_cast<Index>(used.gate_contact.size());
     }
   }
+  CutBodyModeChunks(used.gate_ptr, &used.gate_chunk_ptr, &used.gate_chunk_begin, &used.gate_chunk_patch);
+  gate_chunks_ = used.gate_chunk_ptr.back();
   const int refresh = ctx_->params->body_mode_refresh;
   CONDSIM_CHECK(refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << refresh);
   for (std::size_t k = 0; k + 1 < used.body_ptr.size(); ++k)
@@ -346,6 +358,10 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // the chunks of any selection of modes_' nodes fit (no allocation when contact nodes leave)
   partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeChunk + modes_.size() + 1), false);
   partial_.Resize(b, 6 * chunks_);
+  // the gate chunks of any contact set within the reservation fit too (Reserve)
+  gate_partial_.Resize(b, 6 * gate_chunks_);
+  gate_alpha_.Resize(b, gate_chunks_);
+  gate_hit_.Resize(b, gate_chunks_);
   dv_.Resize(b, 6 * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   v_keep_.Resize(b, 3 * ctx_->nodes);
@@ -374,17 +390,23 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   k.BodyModeResidualChunk(chunks_, BodyModeResidualChunkOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(),
                                                            partial_.data()});
   k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, partial_.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
-  if (free_) k.BodyModeGate(num_patches_, BodyModeGateOp{view, ctx_->lambda.data(), loaded_.data(), g_.data()});
+  if (free_) {
+    k.BodyModeGateChunk(gate_chunks_, BodyModeGateChunkOp{view, ctx_->lambda.data(), loaded_.data(), gate_hit_.data()});
+    k.BodyModeGate(num_patches_, BodyModeGateOp{view, gate_hit_.data(), loaded_.data(), g_.data()});
+  }
   const bool limited = admitted_ > 0;
   const ContactView contacts = ctx_->contacts.view();
-  if (limited)
-    k.BodyModeContactForce(num_patches_, BodyModeContactForceOp{view, contacts, ctx_->lambda.data(), ctx_->node_env.data(),
+  if (limited) {
+    k.BodyModeContactForceChunk(gate_chunks_, BodyModeContactForceChunkOp{view, contacts, ctx_->lambda.data(), gate_partial_.data()});
+    k.BodyModeContactForce(num_patches_, BodyModeContactForceOp{view, gate_partial_.data(), ctx_->node_env.data(),
                                                                 ctx_->env_active.data(), g_.data()});
+  }
   k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), ctx_->node_env.data(), ctx_->env_active.data(), dv_.data()});
   // truncated modes: the step limited per body so no listed contact becomes violated
   if (limited) {
     if (alpha_.size() < num_patches_) alpha_.Resize(ctx_->backend, num_patches_);
-    k.BodyModeLimit(num_patches_, BodyModeLimitOp{view, contacts, v.data(), dv_.data(), alpha_.data(), blocked_.data()});
+    k.BodyModeLimitChunk(gate_chunks_, BodyModeLimitChunkOp{view, contacts, v.data(), dv_.data(), gate_alpha_.data(), blocked_.data()});
+    k.BodyModeLimit(num_patches_, BodyModeLimitOp{view, gate_alpha_.data(), alpha_.data()});
     k.BodyModeScale(num_patches_, BodyModeScaleOp{view, alpha_.data(), dv_.data()});
     // a step cut short: contacts are closing, the next iteration re-chooses the patches
     const std::vector<Scalar> al = alpha_.ToHost();

@@ -57,10 +57,11 @@ void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar
 // the same without arms (node, ptr and body_ptr only)
 void AppendBodyPatchNodes(const std::vector<Index>& patch, Index first, BodyModes* modes);
 
-// each patch's listed nodes ptr[p] .. ptr[p+1) cut into chunks of kBodyModeChunk from its start:
-// BodyModeView::chunk_ptr (per patch) and chunk_begin (per chunk, and the end), for
-// BodyModeResidualChunkOp
-void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin);
+// each patch's entries ptr[p] .. ptr[p+1) (listed nodes, or gate contacts) cut into chunks of
+// kBodyModeChunk from its start: chunk_ptr (per patch), chunk_begin (per chunk, and the end) and
+// optionally chunk_patch (per chunk); BodyModeView's chunk_* and gate_chunk_* fields
+void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin,
+                       std::vector<Index>* chunk_patch = nullptr);
 
 // AppendBodyPatches' arms and body arms computed on the backend from the bodies' positions there,
 // bitwise the host's (BodyPatchCentreOp, BodyPatchArmOp): no position comes to the host
@@ -146,6 +147,11 @@ class CondBodyModes : public CondComponent {
   Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
   Array<Scalar> partial_;  // 6 per chunk of listed nodes (BodyModeResidualChunkOp)
   Index chunks_ = 0;
+  // per chunk of the patches' gate contacts (BodyModeGateChunkOp, BodyModeContactForceChunkOp,
+  // BodyModeLimitChunkOp): a flag, 6 force sums, a step limit
+  Array<Scalar> gate_partial_, gate_alpha_;
+  Array<unsigned char> gate_hit_;
+  Index gate_chunks_ = 0;
   Array<unsigned char> loaded_;   // free bodies: per patch, a contact carried an impulse this solve
   Array<unsigned char> blocked_;  // truncated modes: per contact, it limited a step
   // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m

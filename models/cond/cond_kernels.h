@@ -17,7 +17,8 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
-                       BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateOp, BodyModeContactForceOp, BodyModeLimitOp, BodyModeScaleOp,
+                       BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
+                       BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeSolveOp, BodyModeApplyOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
@@ -83,8 +84,11 @@ class CondKernels
   void BodyPatchArm(Index entries, const BodyPatchArmOp& op) { Run(entries, op); }
   void BodyModeResidualChunk(Index chunks, const BodyModeResidualChunkOp& op) { Run(chunks, op); }
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
+  void BodyModeGateChunk(Index chunks, const BodyModeGateChunkOp& op) { Run(chunks, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
+  void BodyModeContactForceChunk(Index chunks, const BodyModeContactForceChunkOp& op) { Run(chunks, op); }
   void BodyModeContactForce(Index patches, const BodyModeContactForceOp& op) { Run(patches, op); }
+  void BodyModeLimitChunk(Index chunks, const BodyModeLimitChunkOp& op) { Run(chunks, op); }
   void BodyModeLimit(Index patches, const BodyModeLimitOp& op) { Run(patches, op); }
   void BodyModeScale(Index patches, const BodyModeScaleOp& op) { Run(patches, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
