@@ -129,6 +129,14 @@ struct BodyModeResidualChunkOp {
   }
 };
 
+// the chunk parts (2 Vec3 per chunk) of chunks begin .. end) added to lin and rot in chunk order
+CONDSIM_HD_INLINE void FoldChunks(const Scalar* partial, Index begin, Index end, Vec3* lin, Vec3* rot) {
+  for (Index c = begin; c < end; ++c) {
+    *lin += LoadVec3(partial, 2 * c);
+    *rot += LoadVec3(partial, 2 * c + 1);
+  }
+}
+
 // per patch: g = Z^T r, its chunks' parts summed in chunk order from 0 (0 when its environment
 // stopped; one chunk: the chunk's sum itself, the patch's nodes in order)
 struct BodyModeResidualOp {
@@ -141,11 +149,7 @@ struct BodyModeResidualOp {
   CONDSIM_HD_INLINE void operator()(Index p) const {
     Vec3 g_lin, g_rot;
     const bool active = m.ptr[p + 1] > m.ptr[p] && env_active[node_env[m.node[m.ptr[p]]]];
-    if (active)
-      for (Index c = m.chunk_ptr[p]; c < m.chunk_ptr[p + 1]; ++c) {
-        g_lin += LoadVec3(partial, 2 * c);
-        g_rot += LoadVec3(partial, 2 * c + 1);
-      }
+    if (active) FoldChunks(partial, m.chunk_ptr[p], m.chunk_ptr[p + 1], &g_lin, &g_rot);
     StoreVec3(g, 2 * p, g_lin);
     StoreVec3(g, 2 * p + 1, g_rot);
   }
@@ -154,9 +158,9 @@ struct BodyModeResidualOp {
 // free bodies (CondBodyModes::SetFreeBodies): once any contact of a patch has carried an impulse in
 // this solve, the patch takes no correction (g = 0) for the rest of it; so the correction of a
 // patch that lists contact nodes acts only while its contacts are idle (Jc^T lambda = 0 on its
-// nodes: Z^T r is then the full residual's), and never alternates with the contact step
-// per chunk of a patch's gate contacts (BodyModeGateOp): whether one of them carries an impulse
-// (not looked at once the patch is loaded)
+// nodes: Z^T r is then the full residual's), and never alternates with the contact step.
+// Per chunk of a patch's gate contacts: whether one of them carries an impulse (not looked at
+// once the patch is loaded)
 struct BodyModeGateChunkOp {
   static constexpr Index kGrain = 8;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
@@ -174,6 +178,7 @@ struct BodyModeGateChunkOp {
   }
 };
 
+// per patch: loaded once a chunk of its contacts was hit, its g then 0
 struct BodyModeGateOp {
   static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
@@ -403,10 +408,7 @@ struct BodyModeContactForceOp {
   CONDSIM_HD_INLINE void operator()(Index p) const {
     if (m.gate_ptr[p] == m.gate_ptr[p + 1] || !env_active[node_env[m.node[m.ptr[p]]]]) return;
     Vec3 f_lin, f_rot;
-    for (Index ch = m.gate_chunk_ptr[p]; ch < m.gate_chunk_ptr[p + 1]; ++ch) {
-      f_lin += LoadVec3(partial, 2 * ch);
-      f_rot += LoadVec3(partial, 2 * ch + 1);
-    }
+    FoldChunks(partial, m.gate_chunk_ptr[p], m.gate_chunk_ptr[p + 1], &f_lin, &f_rot);
     StoreVec3(g, 2 * p, LoadVec3(g, 2 * p) - f_lin);
     StoreVec3(g, 2 * p + 1, LoadVec3(g, 2 * p + 1) - f_rot);
   }
