@@ -32,7 +32,7 @@ void ParseWorld(const Value& v, WorldParams* w) {
 void ParseSolver(const Value& v, CondParams* c) {
   v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
             "w_reuse_solves", "w_safeguard", "body_modes", "body_mode_patches", "body_mode_refresh", "rigid_sweeps", "stop_rule",
-            "momentum_factor", "free_body_modes", "truncated_modes", "check_every"});
+            "momentum_factor", "free_body_modes", "truncated_modes", "chain_gauss_seidel", "check_every"});
   c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
   if (v.Has("max_iterations")) c->max_iterations = int(v.At("max_iterations").Integer(1, 100000000));
   if (v.Has("check_every")) c->check_every = int(v.At("check_every").Integer(1, 100000000));
@@ -51,6 +51,7 @@ void ParseSolver(const Value& v, CondParams* c) {
   c->momentum_factor = v.Number("momentum_factor", c->momentum_factor, 1, kInf);
   c->free_body_modes = v.Bool("free_body_modes", c->free_body_modes);
   c->truncated_modes = v.Bool("truncated_modes", c->truncated_modes);
+  c->chain_gauss_seidel = v.Bool("chain_gauss_seidel", c->chain_gauss_seidel);
 }
 
 // friction: a number, or [mu1, mu2] (anisotropic: along the shape's local x, y)

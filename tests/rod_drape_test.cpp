@@ -36,7 +36,7 @@ struct Drop {
 // With the cylinder: a straight cable laid across it (radius 2 cm, friction 0.3), draping under
 // gravity. Without: free fall of a cable bent into a half circle (radius L / pi) in the vertical
 // plane while its rest shape is straight, so its joints are stressed and it unbends as it falls
-std::vector<Drop> Drops(double dt, double geo_scale, bool cylinder, const std::vector<double>& times) {
+std::vector<Drop> Drops(double dt, double geo_scale, bool cylinder, const std::vector<double>& times, bool geometric = true) {
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
   WorldParams params;
   params.dt = dt;
@@ -45,6 +45,7 @@ std::vector<Drop> Drops(double dt, double geo_scale, bool cylinder, const std::v
   World world(backend.get(), params);
   RodMaterial mat = CableMaterial();
   mat.geometric_stiffness_scale = geo_scale;
+  mat.geometric_stiffness = geometric;
   const Scalar rc = 0.02;  // cylinder radius [m]
   if (cylinder) {
     // a horizontal cylinder along y through the origin; the cable lies across it, centred
@@ -130,6 +131,21 @@ TEST(RodDrape, CableDrapesOverCylinderLikeFineSteps) {
     std::printf("[ drape    ] t = %.1f s: lowest point drop %.5f m at 10 ms, %.5f m at 0.5 ms, ratio %.3f\n", times[k],
                 coarse[k].lowest, fine[k].lowest, coarse[k].lowest / fine[k].lowest);
   EXPECT_NEAR(coarse[1].lowest, fine[1].lowest, 0.1 * fine[1].lowest);
+}
+
+// draping without the geometric stiffness (`geometric_stiffness: false`): at t = 0.2 s the lowest
+// point at 10 ms against the 0.5 ms run, 10 % (measured 171.7 against 172.5 mm, 0.995). The cable
+// then has two to four contact nodes inside its stiff chain: with the chain step's Jacobi form
+// (CondParams::chain_gauss_seidel false) the COND iteration became NaN at step 20
+// (docs/solver.md "Chains"). Not yet usable beyond ~0.5 s at 10 ms: the stretch/shear strain
+// drift (docs/rod.md, "Known limits")
+TEST(RodDrape, CableWithoutGeometricStiffnessDrapesLikeFineStepsAtFirst) {
+  const std::vector<double> times = {0.2};
+  const std::vector<Drop> coarse = Drops(0.01, 1, true, times, false);
+  const std::vector<Drop> fine = Drops(0.0005, 1, true, times, false);
+  std::printf("[ drape    ] without E, t = 0.2 s: lowest point drop %.5f m at 10 ms, %.5f m at 0.5 ms, ratio %.3f\n", coarse[0].lowest,
+              fine[0].lowest, coarse[0].lowest / fine[0].lowest);
+  EXPECT_NEAR(coarse[0].lowest, fine[0].lowest, 0.1 * fine[0].lowest);
 }
 
 }  // namespace

@@ -391,7 +391,7 @@ TEST(Scene, BadInputNamesFileAndPath) {
       << ParseError(R"({"solver": {"momentum_factor": 0.5}})");
   {
     const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false, "body_mode_refresh": 3,
-                                              "truncated_modes": true, "check_every": 4},
+                                              "truncated_modes": true, "chain_gauss_seidel": false, "check_every": 4},
                                    "rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 1]}]})",
                                "t.json", "");
     EXPECT_EQ(s.world.cond.stop_rule, StopRule::kStep);
@@ -399,10 +399,14 @@ TEST(Scene, BadInputNamesFileAndPath) {
     EXPECT_FALSE(s.world.cond.free_body_modes);
     EXPECT_EQ(s.world.cond.body_mode_refresh, 3);
     EXPECT_TRUE(s.world.cond.truncated_modes);
+    EXPECT_FALSE(s.world.cond.chain_gauss_seidel);
+    EXPECT_TRUE(CondParams().chain_gauss_seidel);
     EXPECT_EQ(s.world.cond.check_every, 4);
   }
   EXPECT_NE(ParseError(R"({"solver": {"truncated_modes": 1}})").find("/solver/truncated_modes:"), std::string::npos)
       << ParseError(R"({"solver": {"truncated_modes": 1}})");
+  EXPECT_NE(ParseError(R"({"solver": {"chain_gauss_seidel": "yes"}})").find("/solver/chain_gauss_seidel:"), std::string::npos)
+      << ParseError(R"({"solver": {"chain_gauss_seidel": "yes"}})");
   const std::string rigid = R"({"rigid_bodies": [{"shape": "box", "half_extents": [0.1, 0.1, 0.1], "mass": 0, "position": [0, 0, 0]}]})";
   EXPECT_NE(ParseError(rigid).find("/rigid_bodies/0/mass: 0 is outside (0, inf]"), std::string::npos) << ParseError(rigid);
   EXPECT_NE(ParseError(R"({"rigid_bodies": [{"shape": "cone", "mass": 1}]})").find("/rigid_bodies/0/shape: 'cone' is not a shape"),

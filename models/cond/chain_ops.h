@@ -297,4 +297,64 @@ struct ChainLaneApplyOp {
   }
 };
 
+// ---- Gauss-Seidel coupling of a chain's free nodes to its contact nodes -----------------------
+//
+// After the contact nodes' step (their new u), the free nodes solve with the contact nodes'
+// new velocities instead of the old ones: u_C = start_C - A_CC^-1 y,
+// y = r_C + A_CN (u_N - start_N) (block Gauss-Seidel, contact nodes first). The iteration on the
+// contact nodes is then the projected step on the Schur complement
+// S = A_NN - A_NC A_CC^-1 A_CN <= A_NN, which the scalar w's safeguard bounds (docs/solver.md
+// "Order of the chain step"); the fixed point is unchanged (u_N = start_N there).
+
+// y = r + A_CN (u_N - start_N) on the free chain nodes (one item per chain position), and
+// d = w y there (the fallback of chains whose factorization failed)
+struct ChainCouplingOp {
+  static constexpr Index kGrain = 256;  // items per CPU thread at least (cpu/parallel.h)
+  ChainView ch;
+  Index positions;  // chain nodes in all chains
+  const Scalar* values;
+  const Scalar* start;
+  const Scalar* u;
+  const Scalar* r;
+  const Scalar* w;
+  Scalar* y;
+  Scalar* d;
+  CONDSIM_HD_INLINE void operator()(Index g) const {
+    const std::int64_t node = ch.chain.nodes[g];
+    if (ch.in_contact[node]) return;
+    Scalar acc[3] = {r[3 * node], r[3 * node + 1], r[3 * node + 2]};
+    // acc += A(node, q) (u_q - start_q) for a contact node q of the band; the block (g, g - s) is
+    // stored at g, the block (g + s, g) at g + s (A is symmetric: its transpose)
+    auto add = [&](Index blk, Index h, bool transposed) {
+      const std::int64_t q = ch.chain.nodes[h];
+      if (blk < 0 || !ch.in_contact[q]) return;
+      const Scalar* a = values + 9 * std::int64_t(blk);
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) acc[i] += a[transposed ? 3 * j + i : 3 * i + j] * (u[3 * q + j] - start[3 * q + j]);
+    };
+    for (Index s = 1; s <= ch.band; ++s) {
+      if (g - s >= 0) add(ch.chain.band_block[g * (ch.band + 1) + s], g - s, false);
+      if (g + s < positions) add(ch.chain.band_block[(g + s) * (ch.band + 1) + s], g + s, true);
+    }
+    for (int i = 0; i < 3; ++i) {
+      y[3 * node + i] = acc[i];
+      d[3 * node + i] = w[3 * node + i] * acc[i];
+    }
+  }
+};
+
+// u = start - d on the free chain nodes (one item per chain position)
+struct ChainFinishOp {
+  static constexpr Index kGrain = 256;  // items per CPU thread at least (cpu/parallel.h)
+  ChainView ch;
+  const Scalar* start;
+  const Scalar* d;
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index g) const {
+    const std::int64_t node = ch.chain.nodes[g];
+    if (ch.in_contact[node]) return;
+    for (int i = 0; i < 3; ++i) u[3 * node + i] = start[3 * node + i] - d[3 * node + i];
+  }
+};
+
 }  // namespace condsim

@@ -59,6 +59,7 @@ void CondChains::Prepare(DeviceBlockMatrix& a) {
     work_.Resize(ctx_->backend, CheckedIndex(3 * nodes_.size(), "chain work size"));
     ok_.Resize(ctx_->backend, chains);
     d_.Resize(ctx_->backend, 3 * ctx_->nodes);
+    y_.Resize(ctx_->backend, 3 * ctx_->nodes);
     matrix_ = &a;
     pattern_version_ = a.pattern_version();
     dirty_ = false;
@@ -77,6 +78,17 @@ void CondChains::Step(const Array<Scalar>& start) {
                                                          d_.data()});
   be.Copy(start, &ctx_->u);
   be.Axpby(-1, d_, 1, &ctx_->u);
+}
+
+void CondChains::Couple(const Array<Scalar>& start) {
+  const Index chains = static_cast<Index>(ptr_.size()) - 1, positions = static_cast<Index>(nodes_.size());
+  // y = r_C + A_CN (u_N - start_N), d = w y on the free nodes; then d = A_CC^-1 y and u_C = start_C - d
+  ctx_->kernels->ChainCoupling(positions, ChainCouplingOp{View(), positions, matrix_->values().data(), start.data(), ctx_->u.data(),
+                                                          ctx_->r.data(), ctx_->w.data(), y_.data(), d_.data()});
+  ctx_->kernels->ChainLaneApply(chains, ChainLaneApplyOp{View(), factor_.data(), ok_.data(), spike_.data(), edge_.data(), work_.data(),
+                                                         ctx_->w.data(), y_.data(), ctx_->node_env.data(), ctx_->env_active.data(),
+                                                         d_.data()});
+  ctx_->kernels->ChainFinish(positions, ChainFinishOp{View(), start.data(), d_.data(), ctx_->u.data()});
 }
 
 }  // namespace condsim

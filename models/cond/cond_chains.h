@@ -21,13 +21,20 @@ class CondChains : public CondComponent {
   // chain c holds nodes[ptr[c] .. ptr[c+1]); a node belongs to at most one chain
   void Set(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
   // capacity for up to `nodes` nodes (Array::Reserve)
-  void Reserve(Index nodes) { d_.Reserve(ctx_->backend, 3 * nodes); }
+  void Reserve(Index nodes) {
+    d_.Reserve(ctx_->backend, 3 * nodes);
+    y_.Reserve(ctx_->backend, 3 * nodes);
+  }
   bool active() const override { return !ptr_.empty(); }
   void Check() const override;
   // the band's blocks of A (when the chains or the matrix object changed), then the factors
   void Prepare(DeviceBlockMatrix& a) override;
   // d = W r with the chains' exact blocks (the scalar w elsewhere), then u = start - d (eq. 20)
   void Step(const Array<Scalar>& start);
+  // Gauss-Seidel form (CondParams::chain_gauss_seidel): u already holds the contact nodes' new
+  // velocities (and start - w r elsewhere); the free nodes solve with them:
+  // u_C = start_C - A_CC^-1 (r_C + A_CN (u_N - start_N))
+  void Couple(const Array<Scalar>& start);
 
  private:
   ChainView View() const { return ChainView{arrays_.view(), ctx_->in_contact.data(), band_}; }
@@ -38,7 +45,7 @@ class CondChains : public CondComponent {
   const DeviceBlockMatrix* matrix_ = nullptr;
   std::uint64_t pattern_version_ = 0;  // of matrix_ when the band positions were found
   ChainArrays arrays_;
-  Array<Scalar> factor_, d_;
+  Array<Scalar> factor_, d_, y_;
   Array<Scalar> spike_, edge_, work_;  // the partitioned solve's spikes, tails/heads and scratch
   Array<unsigned char> ok_;
 };

@@ -14,7 +14,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
@@ -69,6 +69,8 @@ class CondKernels
   void ChainApply(Index chains, const ChainApplyOp& op) { Run(chains, op); }
   void ChainSpike(Index chains, const ChainSpikeOp& op) { Run(chains, op); }
   void ChainLaneApply(Index chains, const ChainLaneApplyOp& op) { Run(chains, op); }
+  void ChainCoupling(Index positions, const ChainCouplingOp& op) { Run(positions, op); }
+  void ChainFinish(Index positions, const ChainFinishOp& op) { Run(positions, op); }
   void RigidResponse(Index groups, const RigidResponseOp& op) { Run(groups, op); }
   void RigidContactSweep(Index groups, const RigidContactSweepOp& op) { Run(groups, op); }
   void SetNodeScalar(Index count, const SetNodeScalarOp& op) { Run(count, op); }

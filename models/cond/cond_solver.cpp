@@ -297,14 +297,16 @@ void CondSolver::RespondToForces(const Array<Scalar>& b, bool before_sweep) {
 
 void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, bool u_ready) {
   // the W step starts from v corrected in the body modes (v itself stays v^l for Chebyshev and
-  // theta); v* = v - W r (eq. 20) with the chains' exact blocks where there are chains
+  // theta); v* = v - W r (eq. 20) with the chains' exact blocks where there are chains (in the
+  // Gauss-Seidel form after the contact nodes' step, below)
   // (first the free bodies' whole motions, from the second iteration on: the first sweep decides
   // which contacts are idle, the impulses of a cold start say nothing; then the patches)
   const Array<Scalar>* corrected = &v;
   if (free_.correcting() && l > 0) corrected = &free_.Corrected(*corrected);
   if (modes_.correcting()) corrected = &modes_.Corrected(*corrected);
   const Array<Scalar>& start = *corrected;
-  if (chains_.active()) {
+  const bool chain_gs = chains_.active() && params_.chain_gauss_seidel;
+  if (chains_.active() && !chain_gs) {
     chains_.Step(start);
   } else if (!u_ready) {
     kernels_->FpiStep(3 * ctx_.nodes, start.data(), ctx_.w.data(), ctx_.r.data(), ctx_.u.data());
@@ -327,6 +329,8 @@ void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, 
   }
   if (own) rigid_.SweepOwnContacts(b);
   RespondToForces(b, false);
+  // the chains' free nodes solve with their contact nodes' new velocities
+  if (chain_gs) chains_.Couple(start);
 }
 
 // per-environment state of one solve's loop (the Chebyshev state is on the backend:

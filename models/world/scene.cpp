@@ -179,6 +179,7 @@ std::string ParamsDiffer(const WorldParams& a, const WorldParams& b) {
                      x.chebyshev != y.chebyshev ||
                      x.chebyshev_start != y.chebyshev_start || x.chebyshev_relax != y.chebyshev_relax || x.omega != y.omega ||
                      x.body_modes != y.body_modes || x.free_body_modes != y.free_body_modes || x.truncated_modes != y.truncated_modes ||
+                     x.chain_gauss_seidel != y.chain_gauss_seidel ||
                      x.body_mode_refresh != y.body_mode_refresh ||
                      x.body_mode_patches != y.body_mode_patches || x.rigid_sweeps != y.rigid_sweeps},
   };
