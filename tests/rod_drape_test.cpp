@@ -134,18 +134,19 @@ TEST(RodDrape, CableDrapesOverCylinderLikeFineSteps) {
 }
 
 // draping without the geometric stiffness (`geometric_stiffness: false`): at t = 0.2 s the lowest
-// point at 10 ms against the 0.5 ms run, 10 % (measured 171.7 against 172.5 mm, 0.995). The cable
+// point at 10 ms against the 0.5 ms run, 3 % (the issue asks 10 %; measured 171.7 against
+// 172.5 mm, 0.995; with the geometric stiffness the same ratio is 0.18). The cable
 // then has two to four contact nodes inside its stiff chain: with the chain step's Jacobi form
 // (CondParams::chain_gauss_seidel false) the COND iteration became NaN at step 20
-// (docs/solver.md "Chains"). Not yet usable beyond ~0.5 s at 10 ms: the stretch/shear strain
-// drift (docs/rod.md, "Known limits")
+// (docs/solver.md "Order of the chain step"). Not yet usable beyond ~0.5 s at 10 ms: the strain
+// drift of the stretch/shear joints (docs/rod.md, "Known limits")
 TEST(RodDrape, CableWithoutGeometricStiffnessDrapesLikeFineStepsAtFirst) {
   const std::vector<double> times = {0.2};
   const std::vector<Drop> coarse = Drops(0.01, 1, true, times, false);
   const std::vector<Drop> fine = Drops(0.0005, 1, true, times, false);
   std::printf("[ drape    ] without E, t = 0.2 s: lowest point drop %.5f m at 10 ms, %.5f m at 0.5 ms, ratio %.3f\n", coarse[0].lowest,
               fine[0].lowest, coarse[0].lowest / fine[0].lowest);
-  EXPECT_NEAR(coarse[0].lowest, fine[0].lowest, 0.1 * fine[0].lowest);
+  EXPECT_NEAR(coarse[0].lowest, fine[0].lowest, 0.03 * fine[0].lowest);
 }
 
 }  // namespace

@@ -307,7 +307,8 @@ struct ChainLaneApplyOp {
 // "Order of the chain step"); the fixed point is unchanged (u_N = start_N there).
 
 // y = r + A_CN (u_N - start_N) on the free chain nodes (one item per chain position), and
-// d = w y there (the fallback of chains whose factorization failed)
+// d = w y there (the fallback of chains whose factorization failed); y = 0 on contact nodes (the
+// lane solve reads it there)
 struct ChainCouplingOp {
   static constexpr Index kGrain = 256;  // items per CPU thread at least (cpu/parallel.h)
   ChainView ch;
@@ -321,7 +322,10 @@ struct ChainCouplingOp {
   Scalar* d;
   CONDSIM_HD_INLINE void operator()(Index g) const {
     const std::int64_t node = ch.chain.nodes[g];
-    if (ch.in_contact[node]) return;
+    if (ch.in_contact[node]) {
+      for (int i = 0; i < 3; ++i) y[3 * node + i] = 0;
+      return;
+    }
     Scalar acc[3] = {r[3 * node], r[3 * node + 1], r[3 * node + 2]};
     // acc += A(node, q) (u_q - start_q) for a contact node q of the band; the block (g, g - s) is
     // stored at g, the block (g + s, g) at g + s (A is symmetric: its transpose)

@@ -78,7 +78,7 @@ struct CondParams {
                                    // step (docs/solver.md "Truncated modes")
   bool chain_gauss_seidel = true;  // chains: the free nodes solve after the contact nodes' step,
                                    // with their new velocities (block Gauss-Seidel; false: both
-                                   // from v^l, docs/solver.md "Chains")
+                                   // from v^l, docs/solver.md "Order of the chain step")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
   int body_mode_refresh = 1;       // body modes: invert the coarse matrices Z^T A Z every k solves
                                    // (>= 1) and when the patches change; in between the older
