@@ -131,18 +131,7 @@ struct ChainRig {
     rows = 3 * pat.block_rows;
     ptr = split > 0 ? std::vector<Index>{0, split, nn} : std::vector<Index>{0, nn};
     chains = Index(ptr.size()) - 1;
-    ChainHost host;
-    host.ptr = ptr;
-    host.nodes = nodes;
-    host.band_block.assign(std::size_t(nn) * (band + 1), -1);
-    host.factor_offset = {0};
-    for (Index c = 0; c < chains; ++c) {
-      for (Index g = ptr[c]; g < ptr[c + 1]; ++g)
-        for (Index d = 0; d <= band && g - d >= ptr[c]; ++d)
-          host.band_block[std::size_t(g) * (band + 1) + d] = pat.Find(nodes[g], nodes[g - d]);
-      host.factor_offset.push_back(host.factor_offset.back() + 3 * (ptr[c + 1] - ptr[c]) * (bw + 1));
-    }
-    arrays.Upload(be, host);
+    arrays.Upload(be, MakeChainHost(ptr, nodes, band, pat));
     in_contact.assign(std::size_t(pat.block_rows), 0);
     for (Index k : contact_positions) in_contact[std::size_t(nodes[k])] = 1;
     contact_d.Assign(be, in_contact);

@@ -26,6 +26,26 @@ void CondChains::Set(const std::vector<Index>& ptr, const std::vector<Index>& no
   dirty_ = true;
 }
 
+ChainHost MakeChainHost(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band, const BlockPattern& p) {
+  const Index chains = static_cast<Index>(ptr.size()) - 1;
+  ChainHost host;
+  host.ptr = ptr;
+  host.nodes = nodes;
+  host.band_block.assign(nodes.size() * std::size_t(band + 1), -1);
+  host.factor_offset.assign(static_cast<std::size_t>(chains > 0 ? chains : 0) + 1, 0);
+  for (Index c = 0; c < chains; ++c) {
+    for (Index g = ptr[c]; g < ptr[c + 1]; ++g) {
+      CONDSIM_CHECK(nodes[g] < p.block_rows, "SetChains: node " << nodes[g] << " is not a node of A");
+      for (Index d = 0; d <= band && g - d >= ptr[c]; ++d)
+        host.band_block[std::size_t(g) * (band + 1) + d] = p.Find(nodes[g], nodes[g - d]);
+    }
+    const std::size_t len = 3 * std::size_t(ptr[c + 1] - ptr[c]);
+    host.factor_offset[c + 1] =
+        CheckedIndex(std::size_t(host.factor_offset[c]) + len * std::size_t(ChainBandwidth(band) + 1), "chain factor size");
+  }
+  return host;
+}
+
 void CondChains::Check() const {
   CONDSIM_CHECK(ctx_->params->step_size == StepSize::kFrobenius, "COND: chains need the Frobenius step size");
 }
@@ -35,22 +55,7 @@ void CondChains::Prepare(DeviceBlockMatrix& a) {
   // the band positions depend on A's pattern (rebuilt when the World's system changes it)
   if (dirty_ || matrix_ != &a || pattern_version_ != a.pattern_version()) {
     Check();
-    const BlockPattern& p = a.pattern();
-    ChainHost host;
-    host.ptr = ptr_;
-    host.nodes = nodes_;
-    host.band_block.assign(nodes_.size() * std::size_t(band_ + 1), -1);
-    host.factor_offset.assign(static_cast<std::size_t>(chains) + 1, 0);
-    for (Index c = 0; c < chains; ++c) {
-      for (Index g = ptr_[c]; g < ptr_[c + 1]; ++g) {
-        CONDSIM_CHECK(nodes_[g] < ctx_->nodes, "SetChains: node " << nodes_[g] << " is not a node of A");
-        for (Index d = 0; d <= band_ && g - d >= ptr_[c]; ++d)
-          host.band_block[std::size_t(g) * (band_ + 1) + d] = p.Find(nodes_[g], nodes_[g - d]);
-      }
-      const std::size_t len = 3 * std::size_t(ptr_[c + 1] - ptr_[c]);
-      host.factor_offset[c + 1] =
-          CheckedIndex(std::size_t(host.factor_offset[c]) + len * std::size_t(ChainBandwidth(band_) + 1), "chain factor size");
-    }
+    const ChainHost host = MakeChainHost(ptr_, nodes_, band_, a.pattern());
     arrays_.Upload(ctx_->backend, host);
     factor_.Resize(ctx_->backend, host.factor_offset.back());
     const Index bw = ChainBandwidth(band_);

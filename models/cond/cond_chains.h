@@ -15,6 +15,10 @@ namespace condsim {
 CONDSIM_RECORD_HOST(ChainHost, CONDSIM_CHAIN_FIELDS)
 CONDSIM_RECORD_ARRAYS(ChainArrays, ChainRecord, CONDSIM_CHAIN_FIELDS)
 
+// the chains' record for A's pattern: per chain position the band's block indices (-1 outside its
+// chain or the pattern) and each chain's factor offset; throws when a node is not a node of A
+ChainHost MakeChainHost(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band, const BlockPattern& p);
+
 class CondChains : public CondComponent {
  public:
   using CondComponent::CondComponent;
