@@ -17,7 +17,8 @@
 #              carried; GPU_SESSION_PKG names another), unpacked into BUILD_DIR: nothing is built
 #              there.
 # GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_CUDA_TESTS=0 skips the
-# CUDA tests; GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
+# CUDA tests; GPU_SESSION_SKIP="key ..." skips phases by key (tests scenes repeat memcheck racecheck
+# initcheck synccheck check-every spmv solver modes detect fem vector ncu-SCENE batch); GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
 # checks the repeat on the CPU instead (a machine without a GPU); PYTHON names an interpreter with
 # h5py and numpy (default /usr/bin/python3 when it has them, else python3).
 set -uo pipefail
@@ -59,8 +60,11 @@ cap() {
   [ "$t" -lt 10 ] && t=10
   echo "$t"
 }
-# a phase needs about $1 seconds
+# a phase needs about $1 seconds; $3, its key, may be named in GPU_SESSION_SKIP
 fits() {
+  case " ${GPU_SESSION_SKIP:-} " in
+    *" $3 "*) say "skipped: $2 (GPU_SESSION_SKIP)"; return 1 ;;
+  esac
   [ "$(left)" -ge "$1" ] && return 0
   say "skipped: $2 (about $1 s, $(left) s left of GPU_SESSION_BUDGET)"
   return 1
@@ -120,7 +124,7 @@ status=0
 # the CUDA tests, failing instead of skipping without a device
 if [ "${GPU_SESSION_CUDA_TESTS:-1}" = 0 ]; then
   say "skipped: CUDA tests (GPU_SESSION_CUDA_TESTS=0)"
-elif fits 30 "CUDA tests"; then
+elif fits 30 "CUDA tests" tests; then
   # the tests ctest would choose (scripts/cuda-tests.sh), the same list from a build and a package
   list=$build/pkg/cuda-tests.txt
   if [ $prebuilt -eq 0 ]; then
@@ -143,7 +147,7 @@ field() { grep -m1 "\"$2\"" "$1" 2>/dev/null | sed 's/.*: *//; s/,$//; s/"//g'; 
 # scenes and durations [s]: short enough for both backends inside one 10-minute call
 # (H200, 2026-11-27: 140 s for both backends)
 scenes=${GPU_SESSION_SCENES:-"box_sliding:1 anisotropic_box:1 cable_winding:2 cable_winding_320:2 soft_mat_folding:3 soft_ball_gripping:2 soft_gripper:1.5"}
-if fits 150 "the shipped scenes"; then
+if fits 150 "the shipped scenes" scenes; then
 printf '%-20s %-5s %4s %6s %9s %11s %9s %9s %8s %s\n' scene backend rc steps mean_it max_pen_mm dyn_ms sol_ms wall_s diverged | tee "$out/scenes.txt"
 for entry in $scenes; do
   name=${entry%%:*}
@@ -168,7 +172,7 @@ fi
 
 # same scene, backend and seed twice: the output files must be bitwise identical
 repeat=${GPU_SESSION_REPEAT_BACKEND:-cuda}
-if fits 30 "the bitwise repeat and the batch against single runs"; then
+if fits 30 "the bitwise repeat and the batch against single runs" repeat; then
 what="$repeat repeat (soft_ball_gripping, seed 3, 0.3 s)"
 failed=0
 for k in 1 2; do
@@ -221,7 +225,7 @@ fi
 # compute-sanitizer on three steps of a contact scene (every stage of a step runs)
 if command -v compute-sanitizer > /dev/null; then
   for tool in memcheck racecheck initcheck synccheck; do
-    fits 40 "compute-sanitizer $tool" || continue
+    fits 40 "compute-sanitizer $tool" "$tool" || continue
     timeout "$(cap 120)" compute-sanitizer --tool $tool --error-exitcode 9 "${sanitized[@]}" run scenes/soft_ball_gripping.json --backend cuda \
       --steps 3 --quiet --no-output > "$out/sanitizer-$tool.txt" 2>&1
     rc=$?
@@ -235,7 +239,7 @@ fi
 
 if [ $bench -eq 1 ]; then
   # the convergence-check period on the GPU (docs/solver.md "Convergence checks"): k = 1, 2, 4, 8
-  if fits 90 "check-every"; then
+  if fits 90 "check-every" check-every; then
     PYTHON=$python timeout "$(cap 300)" bash scripts/check-every.sh "$bin" cuda 30 > "$out/check-every.txt" 2>&1
     say "check-every: rc $?"
     cat "$out/check-every.txt" >> "$out/summary.txt"
@@ -244,26 +248,27 @@ if [ $bench -eq 1 ]; then
   # cuda rows only (the scenes above compare the backends); seconds each on the H200
   for b in spmv:30 solver:10 modes:45 detect:30 fem:30 vector:15; do
     name=${b%%:*}
-    fits "${b##*:}" "bench $name" || continue
+    fits "${b##*:}" "bench $name" "$name" || continue
     reps=20
     if [ "$name" = solver ] || [ "$name" = modes ]; then reps=3; fi
     timeout "$(cap 300)" "$bin" bench "$name" --backend cuda --reps $reps > "$out/bench-$name.txt" 2>&1
     say "bench $name: rc $?"
     pack
   done
-  # per-kernel GPU time of 300 launches in the second step (Nsight Compute serializes and times
-  # each launch: the kernels' share of an iteration, apart from the launch gaps)
+  # per-kernel GPU time of 300 launches after the first 3000, of 10 steps (a cable's first steps,
+  # before contact, take few launches); Nsight Compute serializes and times each launch: the
+  # kernels' share of an iteration, apart from the launch gaps
   if command -v ncu > /dev/null; then
-    for scene in cable_winding soft_mat_folding; do
-      fits 60 "ncu $scene" || continue
+    for scene in cable_winding soft_mat_folding soft_ball_gripping; do
+      fits 60 "ncu $scene" "ncu-$scene" || continue
       timeout "$(cap 120)" ncu --launch-skip 3000 --launch-count 300 --metrics gpu__time_duration.sum --print-summary per-kernel \
-        "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps 3 --quiet --no-output > "$out/ncu-$scene.txt" 2>&1
+        "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps 10 --quiet --no-output > "$out/ncu-$scene.txt" 2>&1
       say "ncu $scene: rc $?"
       pack
     done
   fi
   # env-steps/s up to 4096 cables per World (design target on CUDA: >= 1e5 at N = 4096)
-  if fits 160 "bench batch"; then
+  if fits 160 "bench batch" batch; then
     timeout "$(cap 300)" "$bin" bench batch --backend cuda --max-envs 4096 --steps 5 --reps 3 --scenes scenes/cable_winding.json \
       --json "$out/bench-batch.json" > "$out/bench-batch.txt" 2>&1
     say "bench batch: rc $?"

@@ -28,22 +28,38 @@ struct OpsOnThreads {
   }
 };
 
-// g = Z^T r per patch from kBodyModeChunk-node chunks summed in parallel (BodyModeResidualChunkOp,
+// the chunk length of a patch of n entries: the power of two at or above sqrt(n), 32 .. 1024
+// (exact values of the rule)
+TEST(CondBodyModes, ChunkLengthIsThePowerOfTwoAboveTheRootOfThePatchSize) {
+  const std::vector<std::pair<Index, Index>> cases = {{0, 32},     {1, 32},      {1024, 32},   {1025, 64},   {4096, 64},
+                                                      {4097, 128}, {100000, 512}, {1048576, 1024}, {4000000, 1024}};
+  for (const auto& [n, length] : cases) EXPECT_EQ(BodyModeChunkLength(n), length) << "n = " << n;
+}
+
+// g = Z^T r per patch from chunks summed in parallel (BodyModeResidualChunkOp,
 // BodyModeResidualOp): against the long-double sum over each patch's nodes within 1e-11 of the
-// largest term (about 800 terms), the same on 1 and 2 threads, a patch of one chunk bitwise its
+// largest term (about 2000 terms), the same on 1 and 2 threads, a patch of one chunk bitwise its
 // nodes' sum in order, and a stopped environment's patch 0; the chunks cut by CutBodyModeChunks,
 // as CondBodyModes::Prepare cuts them
 TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
   auto rng = test::Rng();
-  const std::vector<Index> sizes = {3 * kBodyModeChunk + 17, kBodyModeChunk, 5, 2 * kBodyModeChunk};
+  const std::vector<Index> sizes = {1100, 32, 5, 2048};
   BodyModeHost h;
   h.ptr.assign(1, 0);
   for (Index n : sizes) h.ptr.push_back(h.ptr.back() + n);
   CutBodyModeChunks(h.ptr, &h.chunk_ptr, &h.chunk_begin);
   const Index listed = h.ptr.back(), nodes = listed + 10, patches = Index(sizes.size());
-  // the cut: 4 + 1 + 1 + 2 chunks, each from its patch's start
-  EXPECT_EQ(h.chunk_ptr, (std::vector<Index>{0, 4, 5, 6, 8}));
-  EXPECT_EQ(h.chunk_begin, (std::vector<Index>{0, 256, 512, 768, 785, 1041, 1046, 1302, 1558}));
+  // the cut: 18 chunks of 64 (the last of 12), 1 of 32, 1 of 5, 32 of 64, each from its patch's
+  // start
+  EXPECT_EQ(h.chunk_ptr, (std::vector<Index>{0, 18, 19, 20, 52}));
+  ASSERT_EQ(h.chunk_begin.size(), 53u);
+  EXPECT_EQ(h.chunk_begin[1], 64);
+  EXPECT_EQ(h.chunk_begin[17], 1088);
+  EXPECT_EQ(h.chunk_begin[18], 1100);
+  EXPECT_EQ(h.chunk_begin[19], 1132);
+  EXPECT_EQ(h.chunk_begin[20], 1137);
+  EXPECT_EQ(h.chunk_begin[21], 1201);
+  EXPECT_EQ(h.chunk_begin[52], 3185);
   std::vector<Index> perm(static_cast<std::size_t>(nodes));
   for (Index i = 0; i < nodes; ++i) perm[i] = i;
   std::shuffle(perm.begin(), perm.end(), rng);
@@ -93,7 +109,7 @@ TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
       }
     }
     // one chunk: the nodes' sum in order, bitwise
-    if (h.ptr[p + 1] - h.ptr[p] <= kBodyModeChunk && p != patches - 1)
+    if (h.ptr[p + 1] - h.ptr[p] <= BodyModeChunkLength(h.ptr[p + 1] - h.ptr[p]) && p != patches - 1)
       for (int d = 0; d < 3; ++d) {
         EXPECT_EQ(g[6 * p + d], lin[d]);
         EXPECT_EQ(g[6 * p + 3 + d], rot[d]);
@@ -102,15 +118,15 @@ TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
 }
 
 // the free-body gate and the truncated modes' contact force and step limit over each patch's
-// contacts cut into kBodyModeChunk-contact chunks (BodyModeGateChunkOp + BodyModeGateOp,
+// contacts cut into chunks (BodyModeGateChunkOp + BodyModeGateOp,
 // BodyModeContactForceChunkOp + BodyModeContactForceOp, BodyModeLimitChunkOp + BodyModeLimitOp)
 // against host loops over the contacts: the gate flags, the blocked contacts and the step limits
 // exactly (an "any" and a minimum do not depend on the order), Z^T Jc^T lambda against the
-// long-double sum within 1e-11 of its largest term (about 800 terms); the same on 1 and 2 threads
+// long-double sum within 1e-11 of its largest term (about 1100 terms); the same on 1 and 2 threads
 TEST(CondBodyModes, ChunkedGateForceAndLimitMatchTheLoopOverContacts) {
   auto rng = test::Rng();
-  // gate contacts per patch: four chunks, none, one short, exactly one
-  const std::vector<Index> counts = {3 * kBodyModeChunk + 17, 0, 5, kBodyModeChunk};
+  // gate contacts per patch: 18 chunks of 64 (the last of 12), none, one short, exactly one of 32
+  const std::vector<Index> counts = {1100, 0, 5, 32};
   const Index patches = Index(counts.size()), per_patch = 40, nodes = patches * per_patch;
   BodyModeHost h;
   h.ptr.assign(1, 0);
@@ -145,8 +161,11 @@ TEST(CondBodyModes, ChunkedGateForceAndLimitMatchTheLoopOverContacts) {
     h.gate_ptr.push_back(Index(h.gate_contact.size()));
   }
   CutBodyModeChunks(h.gate_ptr, &h.gate_chunk_ptr, &h.gate_chunk_begin, &h.gate_chunk_patch);
-  EXPECT_EQ(h.gate_chunk_ptr, (std::vector<Index>{0, 4, 4, 5, 6}));
-  EXPECT_EQ(h.gate_chunk_patch, (std::vector<Index>{0, 0, 0, 0, 2, 3}));
+  EXPECT_EQ(h.gate_chunk_ptr, (std::vector<Index>{0, 18, 18, 19, 20}));
+  std::vector<Index> chunk_patch(18, 0);
+  chunk_patch.push_back(2);
+  chunk_patch.push_back(3);
+  EXPECT_EQ(h.gate_chunk_patch, chunk_patch);
   const Index chunks = h.gate_chunk_ptr.back();
   const std::vector<Scalar> v = test::RandomVector(rng, 3 * nodes), dv = test::RandomVector(rng, 6 * patches);
   const std::vector<Scalar> g0 = test::RandomVector(rng, 6 * patches);

@@ -37,16 +37,24 @@ namespace condsim {
                        /* entry there (BodyModeGatherArmOp); empty with host arms */            \
   X(Index, chunk_ptr)  /* per patch: its chunks chunk_ptr[p] .. chunk_ptr[p+1) of listed nodes */ \
   X(Index, chunk_begin) /* per chunk c: listed nodes chunk_begin[c] .. chunk_begin[c+1) (one */ \
-                       /* patch's, kBodyModeChunk at most, cut from the patch's start) */          \
+                       /* patch's, BodyModeChunkLength of its size, cut from its start) */         \
   X(Index, gate_chunk_ptr)   /* the same cut of each patch's gate contacts: per patch its */     \
   X(Index, gate_chunk_begin) /* chunks, per chunk its entries of gate_contact (and the end), */ \
   X(Index, gate_chunk_patch) /* per chunk its patch */
 CONDSIM_RECORD_VIEW(BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 
-// listed nodes (or gate contacts) per chunk of a patch's sums over its nodes (BodyModeResidualChunkOp;
-// the gate, contact-force and limit chunk ops): a patch of 10^5 nodes is 391 chunks summed in
-// parallel, not one thread's loop
-constexpr Index kBodyModeChunk = 256;
+// a patch's sums over its n listed nodes (BodyModeResidualChunkOp; the gate, contact-force and
+// limit chunk ops over its contacts) run in chunks of this length, folded per patch in chunk
+// order: the power of two at or above sqrt(n), kBodyModeMinChunk .. kBodyModeMaxChunk, so that a
+// GPU thread's serial work per chunk (the chunk) and per patch (the fold) stay near sqrt(n) — a
+// patch of 10^5 nodes is 196 chunks of 512, one of 1433 nodes 23 chunks of 64
+constexpr Index kBodyModeMinChunk = 32;
+constexpr Index kBodyModeMaxChunk = 1024;
+CONDSIM_HD_INLINE Index BodyModeChunkLength(Index n) {
+  Index c = kBodyModeMinChunk;
+  while (c < kBodyModeMaxChunk && std::int64_t(c) * c < n) c *= 2;
+  return c;
+}
 
 // Z_i^T x for one node: translation rows x, rotation rows (-[r]x)^T x = r x x
 CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Vec3* rot) {

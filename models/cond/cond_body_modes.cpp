@@ -92,7 +92,8 @@ void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_
   chunk_begin->clear();
   if (chunk_patch != nullptr) chunk_patch->clear();
   for (std::size_t p = 0; p + 1 < ptr.size(); ++p) {
-    for (Index q = ptr[p]; q < ptr[p + 1]; q += kBodyModeChunk) {
+    const Index length = BodyModeChunkLength(ptr[p + 1] - ptr[p]);
+    for (Index q = ptr[p]; q < ptr[p + 1]; q += length) {
       chunk_begin->push_back(q);
       if (chunk_patch != nullptr) chunk_patch->push_back(static_cast<Index>(p));
     }
@@ -232,7 +233,7 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   t_.Reserve(b, 18 * max_nodes);
   v_keep_.Reserve(b, 3 * max_nodes);
   // gate entries: at most two per contact (a D-contact between two patches)
-  const Index gate_chunks = 2 * bounds.contacts / kBodyModeChunk + modes_.size() + 1;
+  const Index gate_chunks = 2 * bounds.contacts / kBodyModeMinChunk + modes_.size() + 1;
   gate_partial_.Reserve(b, 6 * gate_chunks, false);
   gate_alpha_.Reserve(b, gate_chunks, false);
   gate_hit_.Reserve(b, gate_chunks, false);
@@ -356,7 +357,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
   g_.Resize(b, 6 * num_patches_);
   // the chunks of any selection of modes_' nodes fit (no allocation when contact nodes leave)
-  partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeChunk + modes_.size() + 1), false);
+  partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeMinChunk + modes_.size() + 1), false);
   partial_.Resize(b, 6 * chunks_);
   // the gate chunks of any contact set within the reservation fit too (Reserve)
   gate_partial_.Resize(b, 6 * gate_chunks_);

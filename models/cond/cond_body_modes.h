@@ -58,7 +58,7 @@ void AppendBodyPatches(const std::vector<Index>& patch, const std::vector<Scalar
 void AppendBodyPatchNodes(const std::vector<Index>& patch, Index first, BodyModes* modes);
 
 // each patch's entries ptr[p] .. ptr[p+1) (listed nodes, or gate contacts) cut into chunks of
-// kBodyModeChunk from its start: chunk_ptr (per patch), chunk_begin (per chunk, and the end) and
+// BodyModeChunkLength(its size) from its start: chunk_ptr (per patch), chunk_begin (per chunk, and the end) and
 // optionally chunk_patch (per chunk); BodyModeView's chunk_* and gate_chunk_* fields
 void CutBodyModeChunks(const std::vector<Index>& ptr, std::vector<Index>* chunk_ptr, std::vector<Index>* chunk_begin,
                        std::vector<Index>* chunk_patch = nullptr);
