@@ -35,7 +35,8 @@ struct GrainOf<F, std::void_t<decltype(F::kGrain)>> {
 
 // checks of GPU semantics on the CPU (scripts/gpu-semantics.sh), read once from the environment:
 // CONDSIM_CPU_ORDER=reverse|shuffle runs every launch's items in reversed or shuffled order (a GPU
-// promises no order: a result that changes shows a dependence between items), and
+// promises no order: a result that changes shows a dependence between items; a lane functor's
+// items lane by lane, each phase's lanes permuted as well: RunLanes), and
 // CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers),
 // CONDSIM_CPU_GUARD=1 runs the backend in guarded memory (cpu/guarded_memory.h), and
 // CONDSIM_CPU_KERNEL_LOG=FILE appends the name of each functor type the process launches, once
@@ -59,6 +60,21 @@ void LogKernel() {
 // the item order of one launch under CheckMode (the next permutation of a fixed sequence)
 std::vector<Index> CheckedOrder(Index n);
 
+// a lane functor (F::kLanes, F::kPhases, f.Lane(item, lane, phase); models/cond/chain_ops.h): the
+// CUDA backend runs an item on a warp, phase by phase
+template <class F, class = void>
+struct IsLaneFunctor : std::false_type {};
+template <class F>
+struct IsLaneFunctor<F, std::void_t<decltype(F::kLanes)>> : std::true_type {};
+
+// one item of a lane functor as a warp runs it: phase by phase, each phase's lanes in the order
+// lanes[0 .. F::kLanes) (a warp promises none)
+template <class F>
+void RunLanes(const F& f, Index item, const Index* lanes) {
+  for (int phase = 0; phase < F::kPhases; ++phase)
+    for (int k = 0; k < F::kLanes; ++k) f.Lane(item, static_cast<int>(lanes[k]), phase);
+}
+
 // runs f(i) for i in [0, n) on up to `threads` OpenMP threads (0 = OpenMP's default), static
 // schedule, at least `grain` items per thread (serial when n < 2 grain)
 template <class F>
@@ -68,8 +84,15 @@ void ParallelFor(int threads, Index n, const F& f, Index grain = GrainOf<F>::val
   const Index t = std::min<Index>(threads > 0 ? threads : omp_get_max_threads(), n / std::max<Index>(grain, 1));
   if (check.order != CheckMode::kForward) {
     const std::vector<Index> order = CheckedOrder(n);
+    if constexpr (IsLaneFunctor<F>::value) {
+      // a lane functor's items lane by lane, the lanes of each phase permuted too
+      const std::vector<Index> lanes = CheckedOrder(F::kLanes);
 #pragma omp parallel for schedule(static) num_threads(int(std::max<Index>(t, 1))) if (t > 1)
-    for (Index k = 0; k < n; ++k) f(order[k]);
+      for (Index k = 0; k < n; ++k) RunLanes(f, order[k], lanes.data());
+    } else {
+#pragma omp parallel for schedule(static) num_threads(int(std::max<Index>(t, 1))) if (t > 1)
+      for (Index k = 0; k < n; ++k) f(order[k]);
+    }
     return;
   }
   if (t <= 1) {

@@ -259,7 +259,7 @@ if [ $bench -eq 1 ]; then
   # before contact, take few launches); Nsight Compute serializes and times each launch: the
   # kernels' share of an iteration, apart from the launch gaps
   if command -v ncu > /dev/null; then
-    for scene in cable_winding soft_mat_folding soft_ball_gripping; do
+    for scene in cable_winding soft_mat_folding soft_ball_gripping soft_gripper; do
       fits 60 "ncu $scene" "ncu-$scene" || continue
       timeout "$(cap 120)" ncu --launch-skip 3000 --launch-count 300 --metrics gpu__time_duration.sum --print-summary per-kernel \
         "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps 10 --quiet --no-output > "$out/ncu-$scene.txt" 2>&1

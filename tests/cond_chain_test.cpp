@@ -11,6 +11,7 @@
 #include "sparse_reference.h"
 
 #include "condsim/error.h"
+#include "cpu/parallel.h"
 #include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
 #include "fixtures/mass_spring.h"
@@ -210,6 +211,49 @@ TEST(CondChains, LaneSolveMatchesSerialAndDenseSolves) {
       EXPECT_LT(backward, 1e-12);
       EXPECT_LT(to_serial, 1e-12);
       EXPECT_LT(to_eigen, 1e-10);
+    }
+  }
+}
+
+// ChainLaneApplyOp as a warp runs it: its phases lane by lane (cpu::RunLanes), the lanes of each
+// phase in a given order
+struct WarpPathOp {
+  ChainLaneApplyOp op;
+  Index lanes[kChainLanes];
+  CONDSIM_HD_INLINE void operator()(Index c) const { cpu::RunLanes(op, c, lanes); }
+};
+
+// The lane path of ChainLaneApplyOp (what the CUDA launcher and CONDSIM_CPU_ORDER run: the reduced
+// systems a block per phase, one row per lane) against its item loop (operator(), the CPU's path,
+// the reduced systems as serial loops): bitwise equal, as each row is summed in the same order,
+// with the lanes in order, reversed and scrambled (a warp promises no order within a phase), for
+// one chain of 160 segments (32 blocks), two chains cut at node 50 (18 and 32 blocks) and one of
+// 40 segments (21 blocks), with contact nodes
+TEST(CondChains, LanePathGivesTheItemLoopsBits) {
+  for (Index segments : {160, 40}) {
+    for (Index split : {Index(0), Index(50)}) {
+      if (segments == 40 && split > 0) continue;
+      SCOPED_TRACE(std::to_string(segments) + " segments, split " + std::to_string(split));
+      ChainRig rig(segments, {7, segments, 2 * segments - 1}, split);
+      Backend* be = rig.be;
+      auto rng = test::Rng();
+      Array<Scalar> r(be, test::RandomVector(rng, rig.rows)), w(be, test::RandomVector(rng, rig.rows, 0.1, 1)), d_item(be, rig.rows),
+          d_lanes(be, rig.rows);
+      be->Fill(0, &d_item);
+      const auto op = [&](Array<Scalar>* d) {
+        return ChainLaneApplyOp{rig.view(), rig.factor.data(), rig.ok.data(), rig.spike.data(), rig.edge.data(), rig.work.data(),
+                                w.data(), r.data(), rig.node_env.data(), rig.env_active.data(), d->data()};
+      };
+      rig.kernels->ChainLaneApply(rig.chains, op(&d_item));
+      const std::vector<Scalar> item = d_item.ToHost();
+      for (int order = 0; order < 3; ++order) {
+        WarpPathOp warp{op(&d_lanes), {}};
+        // in order, reversed, scrambled (13 k mod 32)
+        for (int k = 0; k < kChainLanes; ++k) warp.lanes[k] = order == 0 ? k : order == 1 ? kChainLanes - 1 - k : (13 * k) % kChainLanes;
+        be->Fill(0, &d_lanes);
+        cpu::Launch(1, rig.chains, warp);
+        EXPECT_EQ(d_lanes.ToHost(), item) << "lane order " << order;
+      }
     }
   }
 }

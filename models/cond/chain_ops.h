@@ -124,7 +124,8 @@ struct ChainApplyOp {
 // Lane functors: Lane(item, lane, phase) runs for lane = 0 .. kLanes-1 of an item, phase by
 // phase; the lanes of one phase are independent and see every write of the earlier phases. The
 // CUDA launcher gives an item a warp (__syncwarp between phases, cuda/parallel.cuh); the CPU runs
-// operator()(item), the lanes of each phase as a loop.
+// operator()(item), the same arithmetic item by item, and under CONDSIM_CPU_ORDER the phases lane
+// by lane in permuted lane order (cpu/parallel.h RunLanes), as a warp would.
 constexpr int kChainLanes = 32;
 
 // the blocks of a chain of n scalars with band bw: p blocks of m rows, the last one longer
@@ -196,11 +197,19 @@ struct ChainSpikeOp {
   }
 };
 
-// d = W r on the chains (ChainApplyOp's result) by the partitioned substitution above
+// d = W r on the chains (ChainApplyOp's result) by the partitioned substitution above. The two
+// reduced systems run a block per phase on a warp, the bw rows of a block's tail (head) one per
+// lane: 2 (p - 1) short phases instead of two serial loops of (p - 1) bw rows on one lane. Every
+// row is summed as the serial loops sum it (operator(), the CPU's path), so both paths give the
+// same bits
 struct ChainLaneApplyOp {
   static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
   static constexpr int kLanes = kChainLanes;
-  static constexpr int kPhases = 7;
+  // 0: local forward solves; 1 .. kLanes-1: tail of block `phase`; kLanes: y; kLanes+1: local
+  // backward solves; kLanes+2 .. 2 kLanes: head of block p-2 .. 0; 2 kLanes+1: x; then contacts
+  static constexpr int kTailFirst = 1, kForward = kChainLanes, kBackward = kChainLanes + 1, kHeadFirst = kChainLanes + 2,
+                       kSolve = 2 * kChainLanes + 1, kContacts = 2 * kChainLanes + 2;
+  static constexpr int kPhases = 2 * kChainLanes + 3;
   ChainView ch;
   const Scalar* factor;
   const unsigned char* ok;
@@ -212,15 +221,33 @@ struct ChainLaneApplyOp {
   const Index* node_env;            // a chain of a stopped environment is skipped (its iterate is
   const unsigned char* env_active;  // not committed)
   Scalar* d;
+  // row i of a reduced system's step at block b: t_b = tail(z_b) - T_b t_{b-1} (forward, b >= 1)
+  // or h_b = head(u_b) - S_b h_{b+1} (backward, b <= p - 2)
+  CONDSIM_HD_INLINE void ReducedRow(Index c, Index bw, Index b, Index i, bool backward) const {
+    const Scalar* m = spike + c * ChainSpikeStride(bw) + ((backward ? kChainLanes : 0) + b) * bw * bw;
+    Scalar* x = edge + c * ChainEdgeStride(bw) + (backward ? std::int64_t(kChainLanes) * bw : 0);
+    const Index from = backward ? b + 1 : b - 1;
+    Scalar v = x[b * bw + i];
+    for (Index q = 0; q < bw; ++q) v -= m[i * bw + q] * x[from * bw + q];
+    x[b * bw + i] = v;
+  }
   CONDSIM_HD_INLINE void Lane(Index c, int lane, int phase) const {
     const Index base = ch.chain.ptr[c];
     if (!ok[c] || !env_active[node_env[ch.chain.nodes[base]]]) return;
     const Index n = 3 * (ch.chain.ptr[c + 1] - base), bw = ChainBandwidth(ch.band);
     const ChainPartition part(n, bw);
+    if ((phase >= kTailFirst && phase < kForward) || (phase >= kHeadFirst && phase < kSolve)) {
+      // a block of a reduced system, its rows over the lanes: tails b = phase; heads from the
+      // last block back, b = p - 2 - (phase - kHeadFirst)
+      const bool backward = phase >= kHeadFirst;
+      const Index b = backward ? part.p - 2 - (phase - kHeadFirst) : phase;
+      if (backward ? b >= 0 : b < part.p)
+        for (Index i = lane; i < bw; i += kLanes) ReducedRow(c, bw, b, i, backward);
+      return;
+    }
     const Index j = lane;
     if (j >= part.p) return;
     const Scalar* l = factor + ch.chain.factor_offset[c];
-    const Scalar* spikes = spike + c * ChainSpikeStride(bw);
     Scalar* tails = edge + c * ChainEdgeStride(bw);
     Scalar* heads = tails + std::int64_t(kChainLanes) * bw;
     Scalar* wk = work + 3 * std::int64_t(base);
@@ -238,25 +265,14 @@ struct ChainLaneApplyOp {
       }
       if (j < part.p - 1)
         for (Index q = 0; q < bw; ++q) tails[j * bw + q] = wk[e - bw + q];
-    } else if (phase == 1) {
-      // t_j = tail(z_j) - T_j t_{j-1}, in block order (one lane)
-      if (j != 0) return;
-      for (Index b = 1; b < part.p; ++b) {
-        const Scalar* t = spikes + b * bw * bw;
-        for (Index i = 0; i < bw; ++i) {
-          Scalar v = tails[b * bw + i];
-          for (Index q = 0; q < bw; ++q) v -= t[i * bw + q] * tails[(b - 1) * bw + q];
-          tails[b * bw + i] = v;
-        }
-      }
-    } else if (phase == 2) {
+    } else if (phase == kForward) {
       // y_j = L_jj^-1 (r_j - C_j t_{j-1}) into d
       for (Index i = s; i < e; ++i) {
         Scalar v = rhs(i);
         for (Index k = (i > bw ? i - bw : 0); k < i; ++k) v -= ChainL(l, bw, i, k) * (k < s ? tails[(j - 1) * bw + (k - (s - bw))] : d[dof(k)]);
         d[dof(i)] = free_node(i) ? v / ChainL(l, bw, i, i) : Scalar(0);
       }
-    } else if (phase == 3) {
+    } else if (phase == kBackward) {
       // u_j = L_jj^-T y_j; its head
       for (Index i = e - 1; i >= s; --i) {
         Scalar v = d[dof(i)];
@@ -266,18 +282,7 @@ struct ChainLaneApplyOp {
       }
       if (j > 0)
         for (Index q = 0; q < bw; ++q) heads[j * bw + q] = wk[s + q];
-    } else if (phase == 4) {
-      // h_j = head(u_j) - S_j h_{j+1}, from the last block back (one lane)
-      if (j != 0) return;
-      for (Index b = part.p - 2; b >= 0; --b) {
-        const Scalar* sb = spikes + (kChainLanes + b) * bw * bw;
-        for (Index i = 0; i < bw; ++i) {
-          Scalar v = heads[b * bw + i];
-          for (Index q = 0; q < bw; ++q) v -= sb[i * bw + q] * heads[(b + 1) * bw + q];
-          heads[b * bw + i] = v;
-        }
-      }
-    } else if (phase == 5) {
+    } else if (phase == kSolve) {
       // x_j = L_jj^-T (y_j - D_j h_{j+1}) in place
       for (Index i = e - 1; i >= s; --i) {
         Scalar v = d[dof(i)];
@@ -285,15 +290,29 @@ struct ChainLaneApplyOp {
         for (Index k = i + 1; k <= k1; ++k) v -= ChainL(l, bw, k, i) * (k >= e ? heads[(j + 1) * bw + (k - e)] : d[dof(k)]);
         d[dof(i)] = v / ChainL(l, bw, i, i);
       }
-    } else {
+    } else if (phase == kContacts) {
       // contact nodes keep d = w r
       for (Index i = s; i < e; ++i)
         if (!free_node(i)) d[dof(i)] = w[dof(i)] * r[dof(i)];
     }
   }
+  // the CPU's path: the reduced systems as plain loops over the blocks' rows
   CONDSIM_HD_INLINE void operator()(Index c) const {
-    for (int phase = 0; phase < kPhases; ++phase)
-      for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, phase);
+    for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, 0);
+    const Index base = ch.chain.ptr[c];
+    const bool run = ok[c] && env_active[node_env[ch.chain.nodes[base]]];
+    const Index bw = ChainBandwidth(ch.band);
+    const ChainPartition part(3 * (ch.chain.ptr[c + 1] - base), bw);
+    if (run)
+      for (Index b = 1; b < part.p; ++b)
+        for (Index i = 0; i < bw; ++i) ReducedRow(c, bw, b, i, false);
+    for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, kForward);
+    for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, kBackward);
+    if (run)
+      for (Index b = part.p - 2; b >= 0; --b)
+        for (Index i = 0; i < bw; ++i) ReducedRow(c, bw, b, i, true);
+    for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, kSolve);
+    for (int lane = 0; lane < kLanes; ++lane) Lane(c, lane, kContacts);
   }
 };
 
