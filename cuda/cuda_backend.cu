@@ -304,7 +304,8 @@ class CudaBackend final : public Backend {
 
   // chunk_reduce.h's order, the same for a segment whatever the other segments (a batch
   // environment reduces as alone): per segment its chunk count and their exclusive sum (the
-  // total at num_segments), a block per chunk, then per segment its chunks in order; no host read
+  // total at num_segments; one thread for a few segments), a block per chunk, then per segment its
+  // chunks in order; no host read
   template <class Term, class Op>
   void SegmentedReduce(Index num_segments, const Index* offsets, Index end, Term term, Op op, Scalar init, Scalar* out) {
     const Index n1 = num_segments + 1;
@@ -313,11 +314,15 @@ class CudaBackend final : public Backend {
     Index* count = static_cast<Index*>(Buffer(&chunk_index_, &chunk_index_bytes_, 2 * sizeof(Index) * std::size_t(n1)));
     Index* first = count + n1;
     Scalar* partial = static_cast<Scalar*>(Buffer(&chunk_partial_, &chunk_partial_bytes_, sizeof(Scalar) * std::size_t(bound)));
-    cuda::ParallelFor(n1, ChunkCountOp{offsets, num_segments, count}, stream_);
-    std::size_t bytes = 0;
-    CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, count, first, n1, stream_));
-    void* tmp = Scratch(bytes);
-    CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, bytes, count, first, n1, stream_));
+    if (num_segments <= kSerialChunkLayout) {
+      cuda::ParallelFor(1, ChunkFirstOp{offsets, num_segments, first}, stream_);
+    } else {
+      cuda::ParallelFor(n1, ChunkCountOp{offsets, num_segments, count}, stream_);
+      std::size_t bytes = 0;
+      CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, count, first, n1, stream_));
+      void* tmp = Scratch(bytes);
+      CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, bytes, count, first, n1, stream_));
+    }
     const unsigned blocks = static_cast<unsigned>(bound < 65535 ? (bound > 0 ? bound : 1) : 65535);
     ChunkPartialKernel<<<blocks, kReduceThreads, 0, stream_>>>(term, offsets, first, num_segments, op, init, partial);
     CONDSIM_CUDA_CHECK(cudaGetLastError());

@@ -92,32 +92,39 @@ INSTANTIATE_TEST_SUITE_P(SpmvFormats, BackendParity,
                          [](const auto& info) { return std::string(ToString(info.param)); });
 
 // the CUDA segmented reductions in chunk_reduce.h's order: bitwise SegmentedReduceHost, and a
-// segment's value the same in a batch of segments and alone (one segment, shifted to offset 0)
+// segment's value the same in a batch of segments and alone (one segment, shifted to offset 0);
+// 7 segments (the chunk layout by one thread) and 77 (a count and cub's scan)
 TEST(BackendParity, CudaSegmentedReductionsFollowTheChunkOrder) {
   CONDSIM_REQUIRE_CUDA_OR_SKIP();
   auto rng = test::Rng();
   auto cuda = MakeBackend(BackendChoice::kCuda).backend;
-  const std::vector<Index> lengths = {5, 0, 1, kReduceThreads + 3, kReduceChunk - 1, kReduceChunk + 1, 3 * kReduceChunk + 77};
-  std::vector<Index> offsets = {0};
-  for (Index n : lengths) offsets.push_back(offsets.back() + n);
-  const std::vector<Scalar> hx = test::RandomVector(rng, offsets.back()), hy = test::RandomVector(rng, offsets.back());
-  const Index ns = Index(lengths.size());
-  Array<Scalar> x(cuda.get(), hx), y(cuda.get(), hy), dot(cuda.get(), ns), max(cuda.get(), ns);
-  const SegmentOffsets segments(cuda.get(), offsets);
-  cuda->SegmentedDot(x, y, segments, &dot);
-  cuda->SegmentedMaxAbs(y, segments, &max);
-  const auto sum_op = [](Scalar a, Scalar b) { return a + b; };
-  const auto max_op = [](Scalar a, Scalar b) { return NanMax(a, b); };
-  const auto dot_term = [&](Index i) { return hx[std::size_t(i)] * hy[std::size_t(i)]; };
-  EXPECT_EQ(dot.ToHost(), SegmentedReduceHost(dot_term, offsets, sum_op, Scalar(0)));
-  EXPECT_EQ(max.ToHost(), SegmentedReduceHost([&](Index i) { return std::fabs(hy[std::size_t(i)]); }, offsets, max_op, Scalar(0)));
-  const std::vector<Scalar> batch = dot.ToHost();
-  for (Index s = 0; s < ns; ++s) {
-    const std::vector<Scalar> px(hx.begin() + offsets[s], hx.begin() + offsets[s + 1]), py(hy.begin() + offsets[s], hy.begin() + offsets[s + 1]);
-    if (px.empty()) continue;
-    Array<Scalar> ax(cuda.get(), px), ay(cuda.get(), py), one(cuda.get(), 1);
-    cuda->SegmentedDot(ax, ay, SegmentOffsets(cuda.get(), {0, lengths[s]}), &one);
-    EXPECT_EQ(one.ToHost()[0], batch[s]) << "segment " << s;
+  for (bool many : {false, true}) {
+    std::vector<Index> lengths = {5, 0, 1, kReduceThreads + 3, kReduceChunk - 1, kReduceChunk + 1, 3 * kReduceChunk + 77};
+    if (many)
+      for (Index k = 0; k < 70; ++k) lengths.push_back((37 * k) % 300 + (k % 5 == 0 ? kReduceChunk : 0));
+    SCOPED_TRACE(many ? "77 segments" : "7 segments");
+    ASSERT_EQ(Index(lengths.size()) > kSerialChunkLayout, many);
+    std::vector<Index> offsets = {0};
+    for (Index n : lengths) offsets.push_back(offsets.back() + n);
+    const std::vector<Scalar> hx = test::RandomVector(rng, offsets.back()), hy = test::RandomVector(rng, offsets.back());
+    const Index ns = Index(lengths.size());
+    Array<Scalar> x(cuda.get(), hx), y(cuda.get(), hy), dot(cuda.get(), ns), max(cuda.get(), ns);
+    const SegmentOffsets segments(cuda.get(), offsets);
+    cuda->SegmentedDot(x, y, segments, &dot);
+    cuda->SegmentedMaxAbs(y, segments, &max);
+    const auto sum_op = [](Scalar a, Scalar b) { return a + b; };
+    const auto max_op = [](Scalar a, Scalar b) { return NanMax(a, b); };
+    const auto dot_term = [&](Index i) { return hx[std::size_t(i)] * hy[std::size_t(i)]; };
+    EXPECT_EQ(dot.ToHost(), SegmentedReduceHost(dot_term, offsets, sum_op, Scalar(0)));
+    EXPECT_EQ(max.ToHost(), SegmentedReduceHost([&](Index i) { return std::fabs(hy[std::size_t(i)]); }, offsets, max_op, Scalar(0)));
+    const std::vector<Scalar> batch = dot.ToHost();
+    for (Index s = 0; s < ns; ++s) {
+      const std::vector<Scalar> px(hx.begin() + offsets[s], hx.begin() + offsets[s + 1]), py(hy.begin() + offsets[s], hy.begin() + offsets[s + 1]);
+      if (px.empty()) continue;
+      Array<Scalar> ax(cuda.get(), px), ay(cuda.get(), py), one(cuda.get(), 1);
+      cuda->SegmentedDot(ax, ay, SegmentOffsets(cuda.get(), {0, lengths[s]}), &one);
+      EXPECT_EQ(one.ToHost()[0], batch[s]) << "segment " << s;
+    }
   }
 }
 

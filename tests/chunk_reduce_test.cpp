@@ -1,5 +1,6 @@
 // chunk_reduce.h, the order of the CUDA backend's segmented reductions (independent of the number
-// of segments), on the host: ChunkSegment against a linear search; SegmentedReduceHost's sums
+// of segments), on the host: ChunkFirstOp against the exclusive sum of the chunk counts;
+// ChunkSegment against a linear search; SegmentedReduceHost's sums
 // against long-double sums (relative to the sum of |terms|, 1e-15 per 4096-term chunk level,
 // bound 1e-13) and its maxima exactly (with NaN propagated); a segment reduced inside a batch and
 // alone (shifted to offset 0) bitwise equal. The CUDA results against this order:
@@ -22,6 +23,21 @@ struct Sum {
 struct Max {
   Scalar operator()(Scalar a, Scalar b) const { return NanMax(a, b); }
 };
+
+// the one-thread chunk layout of a few segments (ChunkFirstOp, the CUDA backend's path up to
+// kSerialChunkLayout segments) against the exclusive sum of ReduceChunks per segment, with empty
+// segments first, inside and last and segments of exactly one and just over one chunk
+TEST(ChunkReduce, SerialChunkLayoutIsTheExclusiveSumOfTheChunkCounts) {
+  const std::vector<Index> lengths = {0, 5000, kReduceChunk, 1, 0, 0, 3 * kReduceChunk + 1, kReduceChunk + 1, 0};
+  std::vector<Index> offsets = {0};
+  for (Index n : lengths) offsets.push_back(offsets.back() + n);
+  std::vector<Index> expected = {0};
+  for (Index n : lengths) expected.push_back(expected.back() + ReduceChunks(n));
+  std::vector<Index> first(offsets.size(), -7);
+  ChunkFirstOp{offsets.data(), Index(lengths.size()), first.data()}(0);
+  EXPECT_EQ(first, expected);
+  EXPECT_EQ(expected.back(), 0 + 2 + 1 + 1 + 0 + 0 + 4 + 2 + 0);
+}
 
 TEST(ChunkReduce, ChunkSegmentFindsTheSegmentOfEveryChunk) {
   // chunk counts with empty segments first, inside and last

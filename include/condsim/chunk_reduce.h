@@ -21,6 +21,26 @@ constexpr int kReduceThreads = 256;
 // chunks of a segment of `length` terms
 CONDSIM_HD_INLINE Index ReduceChunks(Index length) { return (length + kReduceChunk - 1) / kReduceChunk; }
 
+// segments up to this many get their chunk layout from one thread (ChunkFirstOp: one launch, where
+// the chunk counts and cub's exclusive scan of them take three)
+constexpr Index kSerialChunkLayout = 64;
+
+// first[s], s = 0 .. num_segments: the exclusive sum of the segments' chunk counts (the total at
+// num_segments), by one thread in segment order (run on one item)
+struct ChunkFirstOp {
+  const Index* offsets;  // num_segments + 1
+  Index num_segments;
+  Index* first;          // num_segments + 1
+  CONDSIM_HD_INLINE void operator()(Index) const {
+    Index total = 0;
+    for (Index s = 0; s < num_segments; ++s) {
+      first[s] = total;
+      total += ReduceChunks(offsets[s + 1] - offsets[s]);
+    }
+    first[num_segments] = total;
+  }
+};
+
 // the segment of chunk c: the last s < num_segments with chunk_first[s] <= c (chunk_first: the
 // exclusive sum of the segments' chunk counts; an empty segment shares its start with the next)
 CONDSIM_HD_INLINE Index ChunkSegment(const Index* chunk_first, Index num_segments, Index c) {
