@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "cpu/parallel.h"
 #include "models/cond/cond_body_modes.h"
 #include "models/cond/cond_context.h"
 #include "models/cond/cond_kernels.h"
@@ -235,6 +236,81 @@ TEST(CondBodyModes, ChunkedGateForceAndLimitMatchTheLoopOverContacts) {
     for (int d = 0; d < 6; ++d)
       EXPECT_LE(std::fabs(static_cast<long double>(out.g_force[6 * p + d]) - (g0[6 * p + d] - force[d])), 1e-11 * (scale + 1))
           << "patch " << p << " component " << d;
+  }
+}
+
+// BodyModeSolveOp as a warp runs it: its phases lane by lane (cpu::RunLanes), the lanes of each
+// phase in a given order
+struct SolveWarpOp {
+  BodyModeSolveOp op;
+  Index lanes[BodyModeSolveOp::kLanes];
+  CONDSIM_HD_INLINE void operator()(Index k) const { cpu::RunLanes(op, k, lanes); }
+};
+
+// dv = -A_c^-1 g per body (BodyModeSolveOp, a warp per coarse row: lane sums, then a tree) for
+// bodies of 3, 40 and 2 patches (rows of 18, 240 and 12 terms; the last body's environment
+// stopped): against the long-double product within 1e-14 of the sum of the terms' magnitudes, the
+// stopped body's rows untouched, and the lane path (in order, reversed, scrambled) bitwise the item
+// loop (the CPU's path)
+TEST(CondBodyModes, CoarseSolveOverLanesMatchesTheDenseProduct) {
+  auto rng = test::Rng();
+  const std::vector<Index> patches_per_body = {3, 40, 2};
+  BodyModeHost h;
+  h.ptr.assign(1, 0);
+  h.body_ptr.assign(1, 0);
+  std::vector<Index> node_env;
+  Index coarse = 0;
+  for (std::size_t b = 0; b < patches_per_body.size(); ++b) {
+    h.c_off.push_back(coarse);
+    const Index m = patches_per_body[b];
+    coarse += 36 * m * m;
+    for (Index p = 0; p < m; ++p) {
+      // two listed nodes per patch
+      for (int q = 0; q < 2; ++q) {
+        h.node.push_back(Index(node_env.size()));
+        node_env.push_back(b == 2 ? 1 : 0);
+      }
+      h.ptr.push_back(Index(h.node.size()));
+      h.patch_body.push_back(Index(b));
+    }
+    h.body_ptr.push_back(h.body_ptr.back() + m);
+  }
+  const Index patches = h.body_ptr.back(), rows = 6 * patches;
+  const std::vector<Scalar> ac = test::RandomVector(rng, coarse, -1e3, 1e3), g = test::RandomVector(rng, rows);
+  const std::vector<unsigned char> env_active = {1, 0};
+  OpsOnThreads ops(1, h);
+  Backend* be = ops.backend.get();
+  Array<Scalar> ac_d(be, ac), g_d(be, g), lanes(be, std::size_t(BodyModeSolveOp::kLanes) * rows), dv_item(be, std::vector<Scalar>(rows, 7)),
+      dv_lanes(be, rows);
+  Array<Index> env_d(be, node_env);
+  Array<unsigned char> active_d(be, env_active);
+  const auto op = [&](Array<Scalar>* dv) {
+    return BodyModeSolveOp{ops.arrays.view(), ac_d.data(), g_d.data(), env_d.data(), active_d.data(), lanes.data(), dv->data()};
+  };
+  ops.kernels->BodyModeSolve(rows, op(&dv_item));
+  const std::vector<Scalar> item = dv_item.ToHost();
+  for (Index k = 0; k < rows; ++k) {
+    const Index p = k / 6, b = h.patch_body[p], first = h.body_ptr[b], ld = 6 * (h.body_ptr[b + 1] - first);
+    if (b == 2) {
+      EXPECT_EQ(item[k], 7) << "stopped environment, row " << k;
+      continue;
+    }
+    long double ref = 0, scale = 0;
+    for (Index c = 0; c < ld; ++c) {
+      const long double term = static_cast<long double>(ac[h.c_off[b] + (6 * (p - first) + k % 6) * ld + c]) * g[6 * first + c];
+      ref -= term;
+      scale += std::fabs(term);
+    }
+    EXPECT_LE(std::fabs(static_cast<long double>(item[k]) - ref), 1e-14 * scale) << "row " << k;
+  }
+  for (int order = 0; order < 3; ++order) {
+    SolveWarpOp warp{op(&dv_lanes), {}};
+    // in order, reversed, scrambled (13 t mod 32)
+    for (int t = 0; t < BodyModeSolveOp::kLanes; ++t)
+      warp.lanes[t] = order == 0 ? t : order == 1 ? BodyModeSolveOp::kLanes - 1 - t : (13 * t) % BodyModeSolveOp::kLanes;
+    be->Fill(7, &dv_lanes);
+    cpu::Launch(1, rows, warp);
+    EXPECT_EQ(dv_lanes.ToHost(), item) << "lane order " << order;
   }
 }
 

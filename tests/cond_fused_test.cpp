@@ -62,7 +62,8 @@ TEST(CondChebyshev, StiffNetOnAPlaneConvergesFasterToTheSameVelocity) {
 // perform the separate kernels' arithmetic in the same order: v, lambda, the iteration counts and
 // every iteration's theta bitwise equal (reference: the separate kernels on the same backend;
 // tolerance 0). A net of 60 x 60 nodes has 10800 DOFs, three reduction chunks (with two, any
-// fold order gives the same sum)
+// fold order gives the same sum). A batch with its environments out of node order runs the
+// per-DOF pass of CUDA (CondChebyshevDiffCommitOp) against the same separate kernels
 TEST(CondFused, FusedPassesGiveTheSeparateKernelsIterates) {
   const Index nx = 60, ny = 60;
   const MassSpringSystem s = PressedNet(nx, ny);
@@ -118,6 +119,20 @@ TEST(CondFused, FusedPassesGiveTheSeparateKernelsIterates) {
   EXPECT_EQ(fused.stats.failed_envs, std::vector<int>{1});
   expect_same(fused, plain, "batch");
   EXPECT_EQ(fused.stats.env_iterations, plain.stats.env_iterations);
+  // the environments numbered against the node order (2, 1, 0): a permuted layout, where the
+  // per-DOF pass (CondChebyshevDiffCommitOp, CUDA's path) replaces the chunked one
+  std::vector<Index> reversed(node_env.size());
+  for (std::size_t k = 0; k < node_env.size(); ++k) reversed[k] = 2 - node_env[k];
+  ContactSet all_reversed;
+  for (Index m = 0; m < all.size(); ++m)
+    all_reversed.Add(all.node_i[m], -1, all.Frame(m), all.phi[m], all.mu1[m], all.mu2[m], 2 - all.env[m]);
+  const Result fused_perm = Solve(packed.matrix, b, all_reversed, params, {}, reversed);
+  const Result plain_perm = Solve(packed.matrix, b, all_reversed, separate, {}, reversed);
+  EXPECT_EQ(fused_perm.stats.failed_envs, std::vector<int>{1});
+  expect_same(fused_perm, plain_perm, "permuted batch");
+  EXPECT_EQ(fused_perm.stats.env_iterations, plain_perm.stats.env_iterations);
+  // and each environment iterates as in the contiguous layout
+  for (int e = 0; e < 3; ++e) EXPECT_EQ(fused_perm.stats.env_iterations[std::size_t(e)], fused.stats.env_iterations[std::size_t(2 - e)]);
 }
 
 // the shipped FEM scenes (the patch level with its halo rows, the free-body level, barycentric

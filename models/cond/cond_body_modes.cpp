@@ -364,6 +364,9 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   gate_alpha_.Resize(b, gate_chunks_);
   gate_hit_.Resize(b, gate_chunks_);
   dv_.Resize(b, 6 * num_patches_);
+  // the warps' partial sums of BodyModeSolveOp, for any selection of modes_' patches
+  solve_lanes_.Reserve(b, 6 * BodyModeSolveOp::kLanes * static_cast<Index>(modes_.size()), false);
+  solve_lanes_.Resize(b, 6 * BodyModeSolveOp::kLanes * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   v_keep_.Resize(b, 3 * ctx_->nodes);
   // T = A Z per listed node (every solve: the correction keeps r = A v - b with the current A)
@@ -402,7 +405,8 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
     k.BodyModeContactForce(num_patches_, BodyModeContactForceOp{view, gate_partial_.data(), ctx_->node_env.data(),
                                                                 ctx_->env_active.data(), g_.data()});
   }
-  k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), ctx_->node_env.data(), ctx_->env_active.data(), dv_.data()});
+  k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), ctx_->node_env.data(), ctx_->env_active.data(),
+                                                    solve_lanes_.data(), dv_.data()});
   // truncated modes: the step limited per body so no listed contact becomes violated
   if (limited) {
     if (alpha_.size() < num_patches_) alpha_.Resize(ctx_->backend, num_patches_);

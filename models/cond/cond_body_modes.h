@@ -146,6 +146,7 @@ class CondBodyModes : public CondComponent {
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
   Array<Scalar> partial_;  // 6 per chunk of listed nodes (BodyModeResidualChunkOp)
+  Array<Scalar> solve_lanes_;  // BodyModeSolveOp::kLanes per coarse row (its warps' partial sums)
   Index chunks_ = 0;
   // per chunk of the patches' gate contacts (BodyModeGateChunkOp, BodyModeContactForceChunkOp,
   // BodyModeLimitChunkOp): a flag, 6 force sums, a step limit

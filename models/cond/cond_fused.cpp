@@ -1,5 +1,6 @@
-// The fused CPU passes of the COND loop (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp,
-// CondRestoreOp; CondParams::fused_passes): their chunk tables and launches.
+// The fused passes of the COND loop (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp,
+// CondChebyshevDiffCommitOp, CondRestoreOp; CondParams::fused_passes): their chunk tables and
+// launches.
 #include <algorithm>
 
 #include "models/cond/cond_kernels.h"
@@ -9,6 +10,8 @@ namespace condsim {
 
 void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
   fused_layout_ = backend_->kind() == BackendKind::kCpu && ctx_.env_perm.size() == 0;
+  // the restore's flags (both fused paths)
+  env_flag_.Resize(backend_, ctx_.num_envs);
   if (!fused_layout_) return;
   // cpu::SegmentedReduce's chunks: each environment's DOF range cut every kChunk DOFs
   constexpr Index kChunk = CondChebyshevThetaCommitOp::kChunk;
@@ -27,7 +30,6 @@ void CondSolver::PrepareFused(const std::vector<Index>& dof_offsets) {
   chunk_begin_.Assign(backend_, begin);
   chunk_end_.Assign(backend_, end);
   chunk_sum_.Resize(backend_, Index(begin.size()));
-  env_flag_.Resize(backend_, ctx_.num_envs);
 }
 
 bool CondSolver::Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v) {
@@ -48,14 +50,20 @@ bool CondSolver::Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, c
   return step;
 }
 
+CondIterationEnd CondSolver::IterationEnd(Array<Scalar>* v) {
+  const CondIterationEnd end{ctx_.node_env.data(), chebyshev_now_, env_nu_.data(), static_cast<Scalar>(params_.chebyshev_relax),
+                             ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data()};
+  chebyshev_now_ = false;
+  return end;
+}
+
 void CondSolver::FusedThetaCommit(Array<Scalar>* v) {
   const Index chunks = Index(chunk_begin_host_.size());
-  kernels_->ChebyshevThetaCommit(chunks, CondChebyshevThetaCommitOp{chunk_begin_.data(), chunk_end_.data(), ctx_.node_env.data(),
-                                                                    chebyshev_now_, env_nu_.data(),
-                                                                    static_cast<Scalar>(params_.chebyshev_relax),
-                                                                    ctx_.env_active.data(), ctx_.u.data(), v->data(),
-                                                                    v_prev_.data(), chunk_sum_.data()});
-  chebyshev_now_ = false;
+  kernels_->ChebyshevThetaCommit(chunks, CondChebyshevThetaCommitOp{chunk_begin_.data(), chunk_end_.data(), IterationEnd(v), chunk_sum_.data()});
+}
+
+void CondSolver::FusedDiffCommit(Array<Scalar>* v) {
+  kernels_->ChebyshevDiffCommit(3 * ctx_.nodes, CondChebyshevDiffCommitOp{IterationEnd(v), diff_.data()});
 }
 
 void CondSolver::FusedRestore(const std::vector<unsigned char>& failed, Array<Scalar>* v) {

@@ -20,7 +20,7 @@ class CondKernels
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeSolveOp, BodyModeApplyOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
-                       CondResidualOp, CondChebyshevThetaCommitOp, CondRestoreOp,
+                       CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
@@ -61,6 +61,7 @@ class CondKernels
   void MomentumMask(Index n, const MomentumMaskOp& op) { Run(n, op); }
   void Residual(Index nodes, const CondResidualOp& op) { Run(nodes, op); }
   void ChebyshevThetaCommit(Index chunks, const CondChebyshevThetaCommitOp& op) { Run(chunks, op); }
+  void ChebyshevDiffCommit(Index n, const CondChebyshevDiffCommitOp& op) { Run(n, op); }
   void Restore(Index n, const CondRestoreOp& op) { Run(n, op); }
   void ChebyshevReset(Index envs, const CondChebyshevResetOp& op) { Run(envs, op); }
   void ChebyshevRestart(Index envs, const CondChebyshevRestartOp& op) { Run(envs, op); }

@@ -52,6 +52,38 @@ struct CondResidualOp {
   }
 };
 
+// the Chebyshev update of one DOF (eq. 38): u <- nu (relax (u - v) + v - v_prev) + v_prev
+CONDSIM_HD_INLINE Scalar ChebyshevUpdate(Scalar nu, Scalar relax, Scalar u, Scalar v, Scalar v_prev) {
+  return nu * (relax * (u - v) + v - v_prev) + v_prev;
+}
+
+// what both end-of-iteration passes read and write; At(k), one DOF: the Chebyshev update when
+// asked (nu != 1), d = u - v for theta, and the commit v_prev <- v, v <- u when its environment
+// runs; returns d
+struct CondIterationEnd {
+  const Index* node_env;
+  bool accelerate;       // the Chebyshev update first (eq. 38), with
+  const Scalar* nu_env;  // nu per environment (CondChebyshevStepOp's)
+  Scalar relax;
+  const unsigned char* env_active;
+  Scalar* u;
+  Scalar* v;
+  Scalar* v_prev;
+  CONDSIM_HD_INLINE Scalar At(Index k) const {
+    const Index e = node_env[k / 3];
+    if (accelerate) {
+      const Scalar nu = nu_env[e];
+      if (nu != Scalar(1)) u[k] = ChebyshevUpdate(nu, relax, u[k], v[k], v_prev[k]);
+    }
+    const Scalar d = u[k] - v[k];
+    if (env_active[e]) {
+      v_prev[k] = v[k];
+      v[k] = u[k];
+    }
+    return d;
+  }
+};
+
 // one reduction chunk [chunk_begin[c], chunk_end[c]) of DOFs (the fixed chunks of
 // cpu::SegmentedReduce over the environments' DOF ranges, kChunk each): per DOF the Chebyshev
 // update of u (ChebyshevOp, when `accelerate`), d = u - v, partial[c] = sum of d^2 left
@@ -64,29 +96,13 @@ struct CondChebyshevThetaCommitOp {
   static constexpr Index kGrain = 32;    // chunks per CPU thread at least: cpu::kDefaultGrain / kChunk
   const Index* chunk_begin;
   const Index* chunk_end;
-  const Index* node_env;
-  bool accelerate;       // the Chebyshev update first (eq. 38), with
-  const Scalar* nu_env;  // nu per environment (CondChebyshevStepOp's)
-  Scalar relax;
-  const unsigned char* env_active;
-  Scalar* u;
-  Scalar* v;
-  Scalar* v_prev;
+  CondIterationEnd end;
   Scalar* partial;
   CONDSIM_HD_INLINE void operator()(Index c) const {
     Scalar acc = 0;
     for (Index k = chunk_begin[c]; k < chunk_end[c]; ++k) {
-      const Index e = node_env[k / 3];
-      if (accelerate) {
-        const Scalar nu = nu_env[e];
-        if (nu != Scalar(1)) u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
-      }
-      const Scalar d = u[k] - v[k];
+      const Scalar d = end.At(k);
       acc = acc + d * d;
-      if (env_active[e]) {
-        v_prev[k] = v[k];
-        v[k] = u[k];
-      }
     }
     partial[c] = acc;
   }
@@ -102,6 +118,17 @@ struct CondRestoreOp {
   CONDSIM_HD_INLINE void operator()(Index k) const {
     if (env_flag[node_env[k / 3]]) v[k] = v_prev[k];
   }
+};
+
+// per DOF, where the chunked pass is not available (CUDA, interleaved environments): the
+// Chebyshev update (eq. 38), diff = u - v for theta's segmented dot and the commit v_prev <- v,
+// v <- u for the running environments in one pass, where ChebyshevOp, a copy, an axpby and
+// CommitOp take four (the same arithmetic, so bitwise their result; a failed environment takes
+// back v^l by CondRestoreOp, as after CondChebyshevThetaCommitOp)
+struct CondChebyshevDiffCommitOp {
+  CondIterationEnd end;
+  Scalar* diff;
+  CONDSIM_HD_INLINE void operator()(Index k) const { diff[k] = end.At(k); }
 };
 
 // u += W Jc^T lambda for the contacts order[begin .. begin+n) of one color (no two share a node,
@@ -176,7 +203,7 @@ struct ChebyshevOp {
   CONDSIM_HD_INLINE void operator()(Index k) const {
     const Scalar nu = nu_env[node_env[k / 3]];
     if (nu == Scalar(1)) return;
-    u[k] = nu * (relax * (u[k] - v[k]) + v[k] - v_prev[k]) + v_prev[k];
+    u[k] = ChebyshevUpdate(nu, relax, u[k], v[k], v_prev[k]);
   }
 };
 

@@ -250,6 +250,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     mass_dirty_ = true;
   }
   fused_ = fused_layout_ && params_.fused_passes;
+  fused_diff_ = !fused_layout_ && params_.fused_passes;
   if (mass_dirty_) PrepareMomentum();
   if (contacts_dirty_) {
     PrepareContacts();
@@ -348,7 +349,7 @@ void CondSolver::Accelerate(int l, const Array<Scalar>& v) {
   // nu per environment from the backend's state machine (Converge's CondChebyshevStepOp, which
   // starts each environment at its own cheb_start): nothing uploaded
   if (!params_.chebyshev || l < params_.chebyshev_start) return;
-  if (fused_) {
+  if (fused_ || fused_diff_) {
     chebyshev_now_ = true;  // in Converge's pass
     return;
   }
@@ -363,6 +364,9 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   // state machine's pass
   if (fused_) {
     FusedThetaCommit(v);
+  } else if (fused_diff_) {
+    FusedDiffCommit(v);
+    ctx_.EnvDot(diff_, diff_, &env_theta2_);
   } else {
     be.Copy(ctx_.u, &diff_);
     be.Axpby(-1, *v, 1, &diff_);
@@ -405,7 +409,7 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
     }
     if (changed) SetActive(loop->active);
   }
-  if (!fused_) {
+  if (!fused_ && !fused_diff_) {
     kernels_->Commit(3 * ctx_.nodes, ctx_.node_env.data(), ctx_.env_active.data(), ctx_.u.data(), v->data(), v_prev_.data());
   } else if (!failed.empty()) {
     FusedRestore(failed, v);

@@ -21,6 +21,7 @@
 #include "models/cond/cond_body_modes.h"
 #include "models/cond/cond_chains.h"
 #include "models/cond/cond_context.h"
+#include "models/cond/cond_ops.h"
 #include "models/cond/cond_rigid.h"
 #include "models/cond/cond_step_size.h"
 #include "models/cond/projection.h"
@@ -181,6 +182,9 @@ class CondSolver {
   // chunk_sum_ (CondChebyshevStepOp folds them)
   void FusedThetaCommit(Array<Scalar>* v);
   // after that pass: the failed environments take back v^l
+  void FusedDiffCommit(Array<Scalar>* v);
+  // the end-of-iteration passes' arguments (Chebyshev now if Accelerate left it to them)
+  CondIterationEnd IterationEnd(Array<Scalar>* v);
   void FusedRestore(const std::vector<unsigned char>& failed, Array<Scalar>* v);
   void RespondToForces(const Array<Scalar>& b, bool before_sweep);
   // Chebyshev (Alg. 3 line 8) on u with the nu the last Converge computed on the backend
@@ -212,11 +216,13 @@ class CondSolver {
   Array<unsigned char> row_active_;  // per node: its environment still iterates (num_envs > 1)
   // the fused passes (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp): on the CPU with
   // environments stored contiguously, one pass each for r (+ the W step) and for Chebyshev +
-  // theta + commit instead of ~8 separate kernels; CUDA keeps the separate kernels and its own
-  // reductions. Chunks of the environments' DOF ranges (CondChebyshevStepOp finds each
+  // theta + commit instead of ~8 separate kernels; CUDA and interleaved environments run the
+  // Chebyshev update, theta's difference and the commit in one per-DOF pass
+  // (CondChebyshevDiffCommitOp) and theta by the backend's segmented dot. Chunks of the environments' DOF ranges (CondChebyshevStepOp finds each
   // environment's by its range), their theta^2 sums, and per environment a flag for CondRestoreOp
   bool fused_layout_ = false;  // the backend and node layout allow them
   bool fused_ = false;         // and this solve runs them (CondParams::fused_passes)
+  bool fused_diff_ = false;    // else the per-DOF Chebyshev-diff-commit pass (CondChebyshevDiffCommitOp)
   bool chebyshev_now_ = false;  // Accelerate left the Chebyshev update (env_nu_) to the fused pass
   Array<Index> chunk_begin_, chunk_end_;
   Array<Scalar> chunk_sum_;
