@@ -36,7 +36,7 @@ struct GrainOf<F, std::void_t<decltype(F::kGrain)>> {
 // checks of GPU semantics on the CPU (scripts/gpu-semantics.sh), read once from the environment:
 // CONDSIM_CPU_ORDER=reverse|shuffle runs every launch's items in reversed or shuffled order (a GPU
 // promises no order: a result that changes shows a dependence between items; a lane functor's
-// items lane by lane, each phase's lanes permuted as well: RunLanes), and
+// items lane by lane, the lanes of every phase in one permutation per launch: RunLanes), and
 // CONDSIM_CPU_GRAIN=N replaces every grain (1: every launch forks, for race checkers),
 // CONDSIM_CPU_GUARD=1 runs the backend in guarded memory (cpu/guarded_memory.h), and
 // CONDSIM_CPU_KERNEL_LOG=FILE appends the name of each functor type the process launches, once

@@ -235,6 +235,8 @@ TEST(CondChains, LanePathGivesTheItemLoopsBits) {
       if (segments == 40 && split > 0) continue;
       SCOPED_TRACE(std::to_string(segments) + " segments, split " + std::to_string(split));
       ChainRig rig(segments, {7, segments, 2 * segments - 1}, split);
+      // every chain factored (a failed one would return early on both paths)
+      ASSERT_EQ(rig.ok.ToHost(), std::vector<unsigned char>(std::size_t(rig.chains), 1));
       Backend* be = rig.be;
       auto rng = test::Rng();
       Array<Scalar> r(be, test::RandomVector(rng, rig.rows)), w(be, test::RandomVector(rng, rig.rows, 0.1, 1)), d_item(be, rig.rows),

@@ -72,6 +72,10 @@ TEST(CondCheck, StopsAtTheFirstCheckBelowTheThreshold) {
   }
 }
 
+// a NaN between two checks (check_every 5) in a batch of 4: the failed environment keeps its
+// last finite iterate and the others iterate as alone, with the fused passes (the chunked pass;
+// with the environments numbered against the node order, the per-DOF pass of CUDA, which commits
+// before the state machine and restores at the check) and the separate kernels
 TEST(CondCheck, FailureBetweenChecksKeepsTheLastFiniteIterate) {
   auto rng = test::Rng();
   std::vector<RandomProblem> envs;
@@ -81,13 +85,22 @@ TEST(CondCheck, FailureBetweenChecksKeepsTheLastFiniteIterate) {
   const test::PackedProblems all = test::PackProblems(envs);
   std::vector<Scalar> v0;
   for (int k = 0; k < 4 * 36; ++k) v0.push_back(Scalar(0.01) * Scalar(k % 36 % 7));
-  for (bool fused : {true, false}) {
+  // the same batch with environment e numbered 3 - e (a permuted layout)
+  std::vector<Index> reversed(all.node_env.size());
+  for (std::size_t k = 0; k < reversed.size(); ++k) reversed[k] = 3 - all.node_env[k];
+  ContactSet contacts_reversed;
+  for (Index m = 0; m < all.contacts.size(); ++m)
+    contacts_reversed.Add(all.contacts.node_i[m], all.contacts.node_j[m], all.contacts.Frame(m), all.contacts.phi[m],
+                          all.contacts.mu1[m], all.contacts.mu2[m], 3 - all.contacts.env[m]);
+  for (int mode = 0; mode < 3; ++mode) {
+    const bool fused = mode != 1, permuted = mode == 2;
     CondParams params = test::Tight(1e-11);
     params.check_every = 5;
     params.fused_passes = fused;
-    const Result batch = Solve(all.packed.matrix, all.b, all.contacts, params, v0, all.node_env);
-    const std::string what = fused ? "fused passes" : "separate kernels";
-    EXPECT_EQ(batch.stats.failed_envs, std::vector<int>{2}) << what;
+    const Result batch = Solve(all.packed.matrix, all.b, permuted ? contacts_reversed : all.contacts, params, v0,
+                               permuted ? reversed : all.node_env);
+    const std::string what = permuted ? "per-DOF fused pass" : fused ? "fused passes" : "separate kernels";
+    EXPECT_EQ(batch.stats.failed_envs, std::vector<int>{permuted ? 1 : 2}) << what;
     // the failed environment keeps its initial iterate (its last finite one)
     const std::vector<Scalar> failed(batch.v.begin() + 72, batch.v.begin() + 108);
     EXPECT_EQ(failed, std::vector<Scalar>(v0.begin() + 72, v0.begin() + 108)) << what;
@@ -96,7 +109,7 @@ TEST(CondCheck, FailureBetweenChecksKeepsTheLastFiniteIterate) {
       const Result alone = Solve(envs[e].a, envs[e].b, envs[e].contacts, params, start);
       ASSERT_TRUE(alone.stats.converged) << what;
       EXPECT_EQ(alone.stats.iterations % 5, 0) << what;
-      EXPECT_EQ(batch.stats.env_iterations[e], alone.stats.iterations) << what << ", env " << e;
+      EXPECT_EQ(batch.stats.env_iterations[permuted ? 3 - e : e], alone.stats.iterations) << what << ", env " << e;
       const std::vector<Scalar> part(batch.v.begin() + 36 * e, batch.v.begin() + 36 * (e + 1));
       EXPECT_EQ(part, alone.v) << what << ", env " << e;
     }

@@ -304,6 +304,8 @@ struct BodyModeInvertOp {
           for (Index j = 0; j < n; ++j) a[i * ld + j] = 0;
       return;
     }
+    // a lane may clear ok in the phase that others read it (a non-positive pivot): they then finish
+    // that phase on a failed factor, which the last phase zeroes whatever the lanes' order
     if (!ok[b]) return;
     if (phase == 1) {
       // D^-1/2 from the diagonal of sym(A_c)

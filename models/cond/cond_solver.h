@@ -68,8 +68,9 @@ struct CondParams {
   double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
   double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
   bool record_history = false;     // keep the residual of every check (iteration) in CondStats
-  bool fused_passes = true;        // the CPU's fused vector passes (bitwise the separate kernels;
-                                   // false: the separate kernels, for tests and profiles)
+  bool fused_passes = true;        // the fused vector passes (the CPU's chunked ones; CUDA's and
+                                   // interleaved environments' per-DOF one; bitwise the separate
+                                   // kernels; false: the separate kernels, for tests and profiles)
   bool body_modes = true;          // correct the motions of SetBodyModes patches exactly each
                                    // iteration (two-level W; docs/solver.md "Body modes")
   bool free_body_modes = true;     // also correct whole bodies with their contact nodes while
@@ -176,15 +177,16 @@ class CondSolver {
   // step u = v - W r, which it does in the same pass when the fused passes run and the step
   // starts from v itself with a fixed W (no body-mode correction, chains or Barzilai-Borwein)
   bool Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, const Array<Scalar>& v);
-  // the fused passes' chunk tables for this node layout (fused_ only)
+  // the fused passes' chunk tables for this node layout (fused_) and the restore's flags (both)
   void PrepareFused(const std::vector<Index>& dof_offsets);
   // the fused pass of Chebyshev, theta and the commit (cond_fused.cpp): theta^2's chunk sums in
   // chunk_sum_ (CondChebyshevStepOp folds them)
   void FusedThetaCommit(Array<Scalar>* v);
-  // after that pass: the failed environments take back v^l
+  // the per-DOF pass of Chebyshev, u - v (into diff_) and the commit (fused_diff_)
   void FusedDiffCommit(Array<Scalar>* v);
   // the end-of-iteration passes' arguments (Chebyshev now if Accelerate left it to them)
   CondIterationEnd IterationEnd(Array<Scalar>* v);
+  // after either pass: the failed environments take back v^l
   void FusedRestore(const std::vector<unsigned char>& failed, Array<Scalar>* v);
   void RespondToForces(const Array<Scalar>& b, bool before_sweep);
   // Chebyshev (Alg. 3 line 8) on u with the nu the last Converge computed on the backend
