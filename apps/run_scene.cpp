@@ -184,7 +184,7 @@ nlohmann::json Summary(const RunOptions& o, const Scene& scene, const World& wor
     return nlohmann::json{{"allocations", double(c.allocations) / per},   {"allocated_bytes", double(c.allocated_bytes) / per},
                           {"uploads", double(c.uploads) / per},           {"upload_bytes", double(c.upload_bytes) / per},
                           {"downloads", double(c.downloads) / per},       {"download_bytes", double(c.download_bytes) / per},
-                          {"launches", double(c.launches) / per}};
+                          {"launches", double(c.launches) / per},         {"read_ms", double(c.read_ns) * 1e-6 / per}};
   };
   s["backend_counters"] = {{"per_step", counts(t.step_counters, later)}, {"per_iteration", counts(t.loop_counters, it)}};
   if (scene.randomized) s["seed"] = scene.seed;
@@ -320,6 +320,11 @@ int RunSceneFile(const Args& args) {
                   (long long)c.allocations, (long long)c.allocated_bytes, (long long)c.uploads, (long long)c.upload_bytes,
                   (long long)c.downloads, (long long)c.download_bytes, (long long)c.launches, double(l.allocations) / it,
                   double(l.uploads) / it, double(l.downloads) / it, double(l.download_bytes) / it, double(l.launches) / it);
+      // where the step's time goes; reads: the host blocked in the loop's reads (on CUDA the wait
+      // for queued kernels: a loop much longer than its reads is busy on the host)
+      std::printf("  time [ms]: detect %.3f, assemble %.3f, solve %.3f (COND set-up %.3f, loop %.3f, reads in the loop %.3f), inelastic %.3f\n",
+                  st.detect_seconds * 1e3, st.assemble_seconds * 1e3, st.solve_seconds * 1e3, st.cond.setup_seconds * 1e3,
+                  st.cond.iterate_seconds * 1e3, double(l.read_ns) * 1e-6, st.inelastic_seconds * 1e3);
       // the step's transfers by stage (StepStats; the rest: the world's own stages and the controls)
       const BackendCounters rest = c - st.detect_counters - st.modes_counters - st.pattern_counters - st.solver_counters;
       std::printf("  transfers up / down [B]: detect %lld / %lld, modes %lld / %lld, pattern %lld / %lld, solver %lld / %lld, other %lld / %lld\n",

@@ -52,6 +52,7 @@ BackendCounters BackendCounters::operator+(const BackendCounters& more) const {
   d.downloads = downloads + more.downloads;
   d.download_bytes = download_bytes + more.download_bytes;
   d.launches = launches + more.launches;
+  d.read_ns = read_ns + more.read_ns;
   return d;
 }
 
@@ -65,6 +66,7 @@ BackendCounters BackendCounters::operator-(const BackendCounters& since) const {
   d.downloads = downloads - since.downloads;
   d.download_bytes = download_bytes - since.download_bytes;
   d.launches = launches - since.launches;
+  d.read_ns = read_ns - since.read_ns;
   return d;
 }
 
@@ -113,6 +115,7 @@ Scalar Backend::Dot(const Array<Scalar>& x, const Array<Scalar>& y) {
   if (x.size() == 0) return 0;
   ++counters_.launches;
   CountRead(sizeof(Scalar));
+  const ReadTimer timer(read_ns());
   return DoDot(x.size(), x.data(), y.data());
 }
 
@@ -125,6 +128,7 @@ Index Backend::ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out)
   if (n == 0) return 0;
   ++counters_.launches;
   CountRead(sizeof(Index));
+  const ReadTimer timer(read_ns());
   return DoExclusiveScan(n, in.data(), out->data());
 }
 
@@ -143,6 +147,7 @@ Scalar Backend::MaxAbs(const Array<Scalar>& x) {
   if (x.size() == 0) return 0;
   ++counters_.launches;
   CountRead(sizeof(Scalar));
+  const ReadTimer timer(read_ns());
   return DoMaxAbs(x.size(), x.data());
 }
 

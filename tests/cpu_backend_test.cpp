@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <Eigen/Sparse>
 
 #include "condsim/error.h"
@@ -182,6 +184,29 @@ TEST(CpuBackend, CountersCountAllocationsTransfersAndLaunches) {
   EXPECT_EQ(d.downloads, 1);
   EXPECT_EQ(d.download_bytes, 8);
   EXPECT_EQ(d.allocations, 0);
+}
+
+// read_ns: the host's time inside reads, bracketed by the wall clock around them; uploads and
+// launches add none
+TEST(CpuBackend, ReadTimeIsTheTimeInsideReads) {
+  auto backend = Cpu(1);
+  Array<Scalar> x(backend.get(), std::vector<Scalar>(1 << 20, 1.0));
+  std::vector<Scalar> host(std::size_t(x.size()), 1.0);
+  BackendCounters c0 = backend->counters();
+  backend->Fill(2, &x);
+  x.CopyFromHost(host);
+  EXPECT_EQ((backend->counters() - c0).read_ns, 0);
+  c0 = backend->counters();
+  const auto t0 = std::chrono::steady_clock::now();
+  host = x.ToHost();
+  EXPECT_EQ(backend->MaxAbs(x), 1.0);
+  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  const BackendCounters d = backend->counters() - c0;
+  EXPECT_GT(d.read_ns, 0);
+  EXPECT_LE(d.read_ns, wall);
+  EXPECT_EQ(host[12345], 1.0);
+  // the sum of two counts and the difference back
+  EXPECT_EQ(((d + d) - d).read_ns, d.read_ns);
 }
 
 // Array::Reserve keeps the entries (one copy on the backend when the allocation moves); with keep

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -70,6 +71,9 @@ struct BackendCounters {
   std::int64_t uploads = 0, upload_bytes = 0;      // host -> backend
   std::int64_t downloads = 0, download_bytes = 0;  // backend -> host
   std::int64_t launches = 0;                       // kernels and primitives
+  // host time blocked in reads (downloads, scalar reductions, scans) [ns]: on CUDA mostly the
+  // wait for the queued work, on the CPU the reductions' own work
+  std::int64_t read_ns = 0;
   // the counts from `since` to this; the sum of two counts
   BackendCounters operator-(const BackendCounters& since) const;
   BackendCounters operator+(const BackendCounters& more) const;
@@ -103,6 +107,7 @@ class Backend {
   void CopyToHost(void* host_dst, const void* src, std::size_t bytes) {
     ++counters_.downloads;
     counters_.download_bytes += std::int64_t(bytes);
+    const ReadTimer timer(&counters_.read_ns);
     DoCopyToHost(host_dst, src, bytes);
   }
   void CopyWithin(void* dst, const void* src, std::size_t bytes) {
@@ -159,6 +164,21 @@ class Backend {
   virtual void DoCopyToHost(void* host_dst, const void* src, std::size_t bytes) = 0;
   virtual void DoCopyWithin(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void DoInvalidate(void* /*ptr*/, std::size_t /*bytes*/) {}
+  // adds the time from its construction to its destruction to *ns (BackendCounters::read_ns)
+  class ReadTimer {
+   public:
+    explicit ReadTimer(std::int64_t* ns) : ns_(ns), start_(std::chrono::steady_clock::now()) {}
+    ~ReadTimer() {
+      *ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count();
+    }
+    ReadTimer(const ReadTimer&) = delete;
+    ReadTimer& operator=(const ReadTimer&) = delete;
+
+   private:
+    std::int64_t* ns_;
+    std::chrono::steady_clock::time_point start_;
+  };
+  std::int64_t* read_ns() { return &counters_.read_ns; }
   // a value read back by the host (a reduction's result)
   void CountRead(std::size_t bytes) {
     ++counters_.downloads;
