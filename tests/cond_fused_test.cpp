@@ -137,8 +137,8 @@ TEST(CondFused, FusedPassesGiveTheSeparateKernelsIterates) {
 
 // the shipped FEM scenes (the patch level with its halo rows, the free-body level, barycentric
 // hosts on the soft gripper, truncated modes on the mat, a World's node layout with contacts):
-// the fused residual and Chebyshev-theta-commit passes must give the separate kernels' motion
-// bitwise: every step's iterations, the FEM bodies' positions and velocities after 8 steps
+// the fused residual, body-mode W step (BodyModeApplyStepOp; r kept for the gripper's barycentric
+// hosts) and Chebyshev-theta-commit passes must give the separate kernels' motion bitwise: every step's iterations, the FEM bodies' positions and velocities after 8 steps
 // (reference: fused_passes = false; tolerance 0)
 TEST(CondFused, ShippedFemScenesMoveAsWithTheSeparateKernels) {
   struct Case {

@@ -31,6 +31,7 @@ namespace condsim {
                        /* to the patches): rows of T after the listed nodes, so r stays A v - b */ \
   X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
   X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
+  X(Index, node_row)   /* per global node: its row q of T, or -1 (BodyModeApplyStepOp) */         \
   X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
   X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */               \
   X(Index, arm_source) /* arms on the backend (BodyModes::device_arm): per listed node its */   \
@@ -553,19 +554,47 @@ struct BodyModeApplyOp {
   const unsigned char* env_active;
   Scalar* v;
   Scalar* r;
-  CONDSIM_HD_INLINE void operator()(Index q) const {
-    const Index i = q < listed ? m.node[q] : m.halo[q - listed];
-    if (!env_active[node_env[i]]) return;
-    if (q < listed) {
-      const Index p = m.node_patch[i];
-      AddVec3(v, i, LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q)));
-    }
+  // row q (listed node i) of the correction of v: Z_i dv
+  CONDSIM_HD_INLINE Vec3 ModeVelocity(Index q, Index i) const {
+    const Index p = m.node_patch[i];
+    return LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q));
+  }
+  // row q of the correction of r: (T dv)_q
+  CONDSIM_HD_INLINE Vec3 ResidualChange(Index q) const {
     Vec3 dr;
     for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
       const Index pe = m.t_patch[e];
       dr += LoadMat3(t, 2 * e) * LoadVec3(dv, 2 * pe) + LoadMat3(t, 2 * e + 1) * LoadVec3(dv, 2 * pe + 1);
     }
-    AddVec3(r, i, dr);
+    return dr;
+  }
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = q < listed ? m.node[q] : m.halo[q - listed];
+    if (!env_active[node_env[i]]) return;
+    if (q < listed) AddVec3(v, i, ModeVelocity(q, i));
+    AddVec3(r, i, ResidualChange(q));
+  }
+};
+
+// the correction of the last body-mode level and the W step in one pass over all nodes (CondParams::
+// fused_passes, no chains): u = (v + Z dv) - W (r + T dv) (eq. 20), bitwise BodyModeApplyOp on a
+// copy of v followed by FpiStepOp, without the copy (nothing later in the iteration reads it) and
+// with r + T dv stored only where r_out is given (barycentric hosts read r after the W step)
+struct BodyModeApplyStepOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeApplyOp apply;  // its v and r are read here, never written
+  const Scalar* w;
+  Scalar* r_out;  // r's corrected rows (may be apply.r itself), or null
+  Scalar* u;
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    Vec3 vi = LoadVec3(apply.v, i), ri = LoadVec3(apply.r, i);
+    const Index q = apply.m.node_row[i];
+    if (q >= 0 && apply.env_active[apply.node_env[i]]) {
+      if (q < apply.listed) vi += apply.ModeVelocity(q, i);
+      ri += apply.ResidualChange(q);
+      if (r_out != nullptr) StoreVec3(r_out, i, ri);
+    }
+    for (int d = 0; d < 3; ++d) u[3 * i + d] = vi[d] - w[3 * i + d] * ri[d];
   }
 };
 }  // namespace condsim

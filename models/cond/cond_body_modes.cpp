@@ -216,6 +216,9 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
     }
     used->t_ptr.push_back(static_cast<Index>(used->t_patch.size()));
   }
+  used->node_row.assign(std::size_t(ctx_->nodes), -1);
+  for (Index q = 0; q < listed + static_cast<Index>(used->halo.size()); ++q)
+    used->node_row[std::size_t(q < listed ? used->node[q] : used->halo[q - listed])] = q;
   const Index bodies = static_cast<Index>(used->body_ptr.size()) - 1;
   for (Index body = 0; body < bodies; ++body) {
     const Index ld = 6 * (used->body_ptr[body + 1] - used->body_ptr[body]);
@@ -389,6 +392,24 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   ctx_->backend->Copy(v, &v_keep_);
+  Correction(v);
+  ctx_->kernels->BodyModeApply(rows_, ApplyOp(&v_keep_));
+  return v_keep_;
+}
+
+void CondBodyModes::CorrectedStep(const Array<Scalar>& v, const Array<Scalar>& w, bool keep_r, Array<Scalar>* u) {
+  Correction(v);
+  // (the op reads v and never writes it)
+  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), w.data(),
+                                                                    keep_r ? ctx_->r.data() : nullptr, u->data()});
+}
+
+BodyModeApplyOp CondBodyModes::ApplyOp(Array<Scalar>* v) {
+  return BodyModeApplyOp{arrays_.view(), listed_, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v->data(),
+                         ctx_->r.data()};
+}
+
+void CondBodyModes::Correction(const Array<Scalar>& v) {
   const BodyModeView view = arrays_.view();
   CondKernels& k = *ctx_->kernels;
   k.BodyModeResidualChunk(chunks_, BodyModeResidualChunkOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(),
@@ -419,9 +440,6 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
     for (Index p = 0; p < num_patches_; ++p) mn = std::min(mn, al[p]);
     if (mn < kRefreshAlpha) refresh_due_ = true;
   }
-  k.BodyModeApply(rows_, BodyModeApplyOp{view, listed_, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v_keep_.data(),
-                                           ctx_->r.data()});
-  return v_keep_;
 }
 
 bool CondBodyModes::truncating() const {

@@ -111,6 +111,10 @@ class CondBodyModes : public CondComponent {
   // a copy of v corrected in the patches' modes, v + Z dv with dv = -(Z^T A Z)^-1 Z^T r, with
   // r = A v - b updated to match (the W step starts from it; v itself stays for Chebyshev)
   const Array<Scalar>& Corrected(const Array<Scalar>& v);
+  // the same correction and the W step in one pass: u = (v + Z dv) - W (r + T dv) (eq. 20), bitwise
+  // Corrected followed by FpiStepOp; the corrected copy of v is not made, and r is updated only
+  // with keep_r (the solver's fused passes, when nothing else in the iteration reads them)
+  void CorrectedStep(const Array<Scalar>& v, const Array<Scalar>& w, bool keep_r, Array<Scalar>* u);
   // truncated modes (CondParams::truncated_modes; the patch level only): at the refresh
   // iterations l of this solve, re-chooses the patches with the contact nodes whose contacts are
   // all idle S-contacts (lambda = 0) with a positive slack J_n v + phi, and rebuilds the coarse
@@ -129,6 +133,10 @@ class CondBodyModes : public CondComponent {
 
   // whether this solve's patches may list idle contact nodes (truncated modes)
   bool truncating() const;
+  // dv = -(Z^T A Z)^-1 Z^T r for v (gated and limited as the level asks), into dv_
+  void Correction(const Array<Scalar>& v);
+  // the correction's op on v (and r)
+  BodyModeApplyOp ApplyOp(Array<Scalar>* v);
 
   BodyModes modes_;
   bool free_ = false;      // the free-body level (SetFreeBodies)

@@ -302,14 +302,30 @@ void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, 
   // Gauss-Seidel form after the contact nodes' step, below)
   // (first the free bodies' whole motions, from the second iteration on: the first sweep decides
   // which contacts are idle, the impulses of a cold start say nothing; then the patches)
+  // (fused passes without chains: the last level's correction and the W step in one pass, which
+  // writes u and, for the barycentric hosts, r; nothing below reads the corrected v)
+  const bool free_level = free_.correcting() && l > 0;
+  const bool fused_step = params_.fused_passes && !chains_.active() && !u_ready && (free_level || modes_.correcting());
   const Array<Scalar>* corrected = &v;
-  if (free_.correcting() && l > 0) corrected = &free_.Corrected(*corrected);
-  if (modes_.correcting()) corrected = &modes_.Corrected(*corrected);
+  if (free_level) {
+    if (fused_step && !modes_.correcting()) {
+      free_.CorrectedStep(*corrected, ctx_.w, bary_.active(), &ctx_.u);
+    } else {
+      corrected = &free_.Corrected(*corrected);
+    }
+  }
+  if (modes_.correcting()) {
+    if (fused_step) {
+      modes_.CorrectedStep(*corrected, ctx_.w, bary_.active(), &ctx_.u);
+    } else {
+      corrected = &modes_.Corrected(*corrected);
+    }
+  }
   const Array<Scalar>& start = *corrected;
   const bool chain_gs = chains_.active() && params_.chain_gauss_seidel;
   if (chains_.active() && !chain_gs) {
     chains_.Step(start);
-  } else if (!u_ready) {
+  } else if (!u_ready && !fused_step) {
     kernels_->FpiStep(3 * ctx_.nodes, start.data(), ctx_.w.data(), ctx_.r.data(), ctx_.u.data());
   }
   // u = v* + W Jc^T lambda_prev; virtual nodes with their own Gamma answer the current forces
