@@ -18,7 +18,7 @@
 #              there.
 # GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_CUDA_TESTS=0 skips the
 # CUDA tests; GPU_SESSION_SKIP="key ..." skips phases by key (tests scenes repeat memcheck racecheck
-# initcheck synccheck check-every spmv solver modes detect fem vector ncu-SCENE batch); GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
+# initcheck synccheck check-every spmv solver modes detect fem vector ncu-SCENE ncu-step batch); GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
 # checks the repeat on the CPU instead (a machine without a GPU); PYTHON names an interpreter with
 # h5py and numpy (default /usr/bin/python3 when it has them, else python3).
 set -uo pipefail
@@ -264,6 +264,19 @@ if [ $bench -eq 1 ]; then
       timeout "$(cap 120)" ncu --launch-skip 3000 --launch-count 300 --metrics gpu__time_duration.sum --print-summary per-kernel \
         "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps 10 --quiet --no-output > "$out/ncu-$scene.txt" 2>&1
       say "ncu $scene: rc $?"
+      pack
+    done
+    # the kernels of one whole step picked by its NVTX range (condsim/profile.h: "step K", its
+    # stages and the COND loop inside): the soft ball's step 45 (fingers closed, virtual nodes)
+    # and the gripper's step 28, where the host waits on the GPU far longer than the first steps'
+    # kernels take (docs/performance.md "GPU")
+    for pick in soft_ball_gripping:45 soft_gripper:28; do
+      scene=${pick%%:*} step=${pick##*:}
+      fits 60 "ncu $scene step $step" "ncu-step" || continue
+      timeout "$(cap 120)" ncu --nvtx --nvtx-include "step $step/" --launch-count 3000 --metrics gpu__time_duration.sum \
+        --print-summary per-kernel "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps $((step + 1)) --quiet \
+        --no-output > "$out/ncu-$scene-step$step.txt" 2>&1
+      say "ncu $scene step $step: rc $?"
       pack
     done
   fi

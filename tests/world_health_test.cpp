@@ -1,11 +1,13 @@
 // The health stage (models/world/health.h): a body beyond world.health's speed, distance or
 // kinetic-energy-growth bound stops the world with a DivergenceError naming the body and the
 // step, and a healthy step reports the measured values. References: v-hat = v + F t / (2 m) of a
-// free body under a constant force (midpoint rule, eq. 4) and its energy m v-hat^2 / 2.
+// free body under a constant force (midpoint rule, eq. 4) and its energy m v-hat^2 / 2. A step,
+// also one that throws, leaves no profiler range open (condsim/profile.h).
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "condsim/profile.h"
 #include "models/world/world.h"
 
 namespace condsim {
@@ -23,8 +25,11 @@ std::string FirstStepDivergence(World* world) {
     world->Step();
   } catch (const DivergenceError& e) {
     EXPECT_EQ(e.step(), 0);
+    // the step's profiler ranges closed on the way out (condsim/profile.h)
+    EXPECT_EQ(ProfileRange::Depth(), 0);
     return e.what();
   }
+  EXPECT_EQ(ProfileRange::Depth(), 0);
   return "";
 }
 
@@ -35,6 +40,7 @@ TEST(WorldHealth, HealthyStepReportsSpeedAndEnergy) {
   ball.v = Vec3(3, 0, 0);
   world.AddRigid(ball);
   const StepStats s = world.Step();
+  EXPECT_EQ(ProfileRange::Depth(), 0);  // the step's profiler ranges all closed
   // a free body: v-hat = v, E = m v^2 / 2 = 9 J (to rounding)
   EXPECT_NEAR(s.health.max_speed, 3, 1e-12);
   EXPECT_NEAR(s.health.kinetic_energy, 9, 1e-10);

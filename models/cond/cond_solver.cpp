@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "condsim/error.h"
+#include "condsim/profile.h"
 #include "models/cond/cond_kernels.h"
 
 namespace condsim {
@@ -496,6 +497,8 @@ void CondSolver::CheckMomentum(Loop* loop, CondStats* st) {
 CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<Scalar>* v) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
+  // profiler ranges (NVTX on CUDA builds)
+  ProfileRange setup_range("cond set-up");
   Prepare(a);
   const Index n = 3 * ctx_.nodes, ne = ctx_.num_envs;
   CONDSIM_CHECK(b.size() == n && v->size() == n,
@@ -526,6 +529,8 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   backend_->Synchronize();
   const auto t1 = Clock::now();
   st.setup_seconds = std::chrono::duration<double>(t1 - t0).count();
+  setup_range.End();
+  ProfileRange loop_range("cond loop");
   const BackendCounters c0 = backend_->counters();
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
@@ -551,6 +556,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   }
   backend_->Synchronize();
   st.iterate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+  loop_range.End();
   st.loop_counters = backend_->counters() - c0;
   const double bound = params_.momentum_factor * params_.theta_threshold;
   st.env_converged.assign(std::size_t(ne), 1);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "condsim/error.h"
+#include "condsim/profile.h"
 #include "models/world/integrate.h"
 
 namespace condsim {
@@ -395,12 +396,15 @@ void World::ReserveForContacts() {
 StepStats World::Step() {
   using Clock = std::chrono::steady_clock;
   const auto t_start = Clock::now();
+  // profiler ranges (NVTX on CUDA builds): the step, and its stages inside it
+  ProfileRange step_range("step " + std::to_string(steps_));
   if (!finalized_) Finalize();
   StepStats stats;
   const std::size_t ne = std::size_t(num_envs());
   stats.envs.resize(ne);
   ContactSet contacts;
   const BackendCounters detect_start = w_.backend->counters();
+  ProfileRange stage("detect");
   detect_.Run(w_, &nodes_, &contacts);
   stats.detect_counters = w_.backend->counters() - detect_start;
   for (Index m = 0; m < contacts.size(); ++m) {
@@ -411,11 +415,15 @@ StepStats World::Step() {
     ++e.contacts;
   }
   stats.detect_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
+  stage.End();
+  ProfileRange assemble_range("assemble");
   const auto t_assemble = Clock::now();
   const std::vector<Scalar>& rigid_values = assemble_.Run(&w_, nodes_.virtual_nodes(), steps_ > 0 && w_.params.warm_start);
   const auto t_solve = Clock::now();
   stats.pattern_counters = assemble_.pattern_counters();
   stats.assemble_seconds = std::chrono::duration<double>(t_solve - t_assemble).count();
+  assemble_range.End();
+  ProfileRange solve_range("solve");
   const BackendCounters c_nodes = w_.backend->counters();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
   const BodyModes modes = nodes_.BuildBodyModes(&w_);
@@ -425,6 +433,8 @@ StepStats World::Step() {
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);
   stats.solver_counters = solve_.solver_counters();
   stats.solve_seconds = std::chrono::duration<double>(Clock::now() - t_solve).count();
+  solve_range.End();
+  ProfileRange finish_range("health, integrate, record");
   stats.matrix_rows = w_.system->matrix().pattern().rows();
   stats.matrix_blocks = w_.system->matrix().pattern().nnz_blocks();
   stats.contacts = contacts.size();
