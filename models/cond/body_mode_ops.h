@@ -31,7 +31,6 @@ namespace condsim {
                        /* to the patches): rows of T after the listed nodes, so r stays A v - b */ \
   X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
   X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
-  X(Index, node_row)   /* per global node: its row q of T, or -1 (BodyModeApplyStepOp) */         \
   X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
   X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */               \
   X(Index, arm_source) /* arms on the backend (BodyModes::device_arm): per listed node its */   \
@@ -576,6 +575,24 @@ struct BodyModeApplyOp {
   }
 };
 
+// per global node its row q of T, or -1 (BodyModeApplyStepOp), made on the backend from the
+// record: a launch over the nodes (the listed ones' slots, node_slot), then one over the halo
+// (row listed + h for halo node h)
+struct BodyModeRowOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  Index listed;
+  bool halo;  // items: the halo nodes (else all nodes)
+  Index* row;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (halo) {
+      row[m.halo[k]] = listed + k;
+    } else {
+      row[k] = m.node_slot[k];
+    }
+  }
+};
+
 // the correction of the last body-mode level and the W step in one pass over all nodes (CondParams::
 // fused_passes, no chains): u = (v + Z dv) - W (r + T dv) (eq. 20), bitwise BodyModeApplyOp on a
 // copy of v followed by FpiStepOp, without the copy (nothing later in the iteration reads it) and
@@ -583,12 +600,13 @@ struct BodyModeApplyOp {
 struct BodyModeApplyStepOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeApplyOp apply;  // its v and r are read here, never written
+  const Index* node_row;  // per node its row of T, or -1 (BodyModeRowOp)
   const Scalar* w;
   Scalar* r_out;  // r's corrected rows (may be apply.r itself), or null
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index i) const {
     Vec3 vi = LoadVec3(apply.v, i), ri = LoadVec3(apply.r, i);
-    const Index q = apply.m.node_row[i];
+    const Index q = node_row[i];
     if (q >= 0 && apply.env_active[apply.node_env[i]]) {
       if (q < apply.listed) vi += apply.ModeVelocity(q, i);
       ri += apply.ResidualChange(q);

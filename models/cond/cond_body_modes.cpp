@@ -216,9 +216,6 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
     }
     used->t_ptr.push_back(static_cast<Index>(used->t_patch.size()));
   }
-  used->node_row.assign(std::size_t(ctx_->nodes), -1);
-  for (Index q = 0; q < listed + static_cast<Index>(used->halo.size()); ++q)
-    used->node_row[std::size_t(q < listed ? used->node[q] : used->halo[q - listed])] = q;
   const Index bodies = static_cast<Index>(used->body_ptr.size()) - 1;
   for (Index body = 0; body < bodies; ++body) {
     const Index ld = 6 * (used->body_ptr[body + 1] - used->body_ptr[body]);
@@ -235,6 +232,7 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   arrays_.Reserve(b, 3 * max_nodes + bounds.contacts + 1);
   t_.Reserve(b, 18 * max_nodes);
   v_keep_.Reserve(b, 3 * max_nodes);
+  node_row_.Reserve(b, max_nodes);
   // gate entries: at most two per contact (a D-contact between two patches)
   const Index gate_chunks = 2 * bounds.contacts / kBodyModeMinChunk + modes_.size() + 1;
   gate_partial_.Reserve(b, 6 * gate_chunks, false);
@@ -372,6 +370,10 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   solve_lanes_.Resize(b, 6 * BodyModeSolveOp::kLanes * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   v_keep_.Resize(b, 3 * ctx_->nodes);
+  // per node its row of T (BodyModeApplyStepOp), from the record on the backend (no upload)
+  node_row_.Resize(b, ctx_->nodes);
+  ctx_->kernels->BodyModeRow(ctx_->nodes, BodyModeRowOp{arrays_.view(), listed_, false, node_row_.data()});
+  ctx_->kernels->BodyModeRow(rows_ - listed_, BodyModeRowOp{arrays_.view(), listed_, true, node_row_.data()});
   // T = A Z per listed node (every solve: the correction keeps r = A v - b with the current A)
   const BodyModeView view = arrays_.view();
   ctx_->kernels->BodyModeProduct(rows_, BodyModeProductOp{view, listed_, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});
@@ -400,7 +402,7 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
 void CondBodyModes::CorrectedStep(const Array<Scalar>& v, const Array<Scalar>& w, bool keep_r, Array<Scalar>* u) {
   Correction(v);
   // (the op reads v and never writes it)
-  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), w.data(),
+  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), node_row_.data(), w.data(),
                                                                     keep_r ? ctx_->r.data() : nullptr, u->data()});
 }
 

@@ -153,6 +153,7 @@ class CondBodyModes : public CondComponent {
   Index rows_ = 0;         // rows of T: the listed nodes and the halo
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
+  Array<Index> node_row_;  // per node its row of T, or -1 (BodyModeRowOp)
   Array<Scalar> partial_;  // 6 per chunk of listed nodes (BodyModeResidualChunkOp)
   Array<Scalar> solve_lanes_;  // BodyModeSolveOp::kLanes per coarse row (its warps' partial sums)
   Index chunks_ = 0;

@@ -19,7 +19,7 @@ class CondKernels
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
-                       BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
+                       BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
  public:
@@ -97,6 +97,7 @@ class CondKernels
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
   void BodyModeApplyStep(Index nodes, const BodyModeApplyStepOp& op) { Run(nodes, op); }
+  void BodyModeRow(Index items, const BodyModeRowOp& op) { Run(items, op); }
 };
 
 }  // namespace condsim
