@@ -115,7 +115,7 @@ Scalar Backend::Dot(const Array<Scalar>& x, const Array<Scalar>& y) {
   if (x.size() == 0) return 0;
   ++counters_.launches;
   CountRead(sizeof(Scalar));
-  const ReadTimer timer(read_ns());
+  const ReadTimer timer(&counters_.read_ns);
   return DoDot(x.size(), x.data(), y.data());
 }
 
@@ -128,7 +128,7 @@ Index Backend::ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out)
   if (n == 0) return 0;
   ++counters_.launches;
   CountRead(sizeof(Index));
-  const ReadTimer timer(read_ns());
+  const ReadTimer timer(&counters_.read_ns);
   return DoExclusiveScan(n, in.data(), out->data());
 }
 
@@ -147,7 +147,7 @@ Scalar Backend::MaxAbs(const Array<Scalar>& x) {
   if (x.size() == 0) return 0;
   ++counters_.launches;
   CountRead(sizeof(Scalar));
-  const ReadTimer timer(read_ns());
+  const ReadTimer timer(&counters_.read_ns);
   return DoMaxAbs(x.size(), x.data());
 }
 

@@ -1,4 +1,4 @@
-// The body-mode ops on their own (models/cond/body_mode_ops.h), against host references.
+// The body-mode ops on their own (models/cond/body_mode_ops.h, body_mode_setup_ops.h), against host references.
 #include <gtest/gtest.h>
 
 #include <algorithm>

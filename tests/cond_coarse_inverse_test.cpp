@@ -1,4 +1,4 @@
-// The body modes' coarse inverse on the backend (BodyModeInvertOp, models/cond/body_mode_ops.h):
+// The body modes' coarse inverse on the backend (BodyModeInvertOp, models/cond/body_mode_setup_ops.h):
 // - random SPD matrices of 6, 12 and 192 rows (ill-scaled diagonals, as A_c's translation and
 //   rotation rows, and a skew part that the symmetrization removes), one body each in one launch:
 //   the inverse equals Eigen's dense inverse of D^1/2 (S + 1e-10 I) D^1/2 (S the unit-diagonal

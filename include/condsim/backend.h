@@ -178,7 +178,6 @@ class Backend {
     std::int64_t* ns_;
     std::chrono::steady_clock::time_point start_;
   };
-  std::int64_t* read_ns() { return &counters_.read_ns; }
   // a value read back by the host (a reduction's result)
   void CountRead(std::size_t bytes) {
     ++counters_.downloads;

@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "models/cond/body_mode_ops.h"
+#include "models/cond/body_mode_setup_ops.h"
 #include "models/cond/cond_context.h"
 
 namespace condsim {

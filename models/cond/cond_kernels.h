@@ -3,7 +3,7 @@
 #pragma once
 
 #include "models/cond/barycentric_ops.h"
-#include "models/cond/body_mode_ops.h"
+#include "models/cond/body_mode_setup_ops.h"
 #include "models/cond/chain_ops.h"
 #include "models/cond/chebyshev_state_ops.h"
 #include "models/cond/cond_ops.h"

@@ -393,6 +393,31 @@ void World::ReserveForContacts() {
   solve_.Reserve(bounds, w_.system->num_base_nodes() + bounds.virtual_nodes);
 }
 
+namespace {
+
+// one stage of a step: its profiler range (NVTX on CUDA builds) and its wall time, written to
+// *seconds when it ends (End, or the scope's end)
+class StepStage {
+ public:
+  StepStage(const char* name, double* seconds) : range_(name), seconds_(seconds), start_(std::chrono::steady_clock::now()) {}
+  ~StepStage() { End(); }
+  StepStage(const StepStage&) = delete;
+  StepStage& operator=(const StepStage&) = delete;
+  void End() {
+    if (seconds_ == nullptr) return;
+    *seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    seconds_ = nullptr;
+    range_.End();
+  }
+
+ private:
+  ProfileRange range_;
+  double* seconds_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 StepStats World::Step() {
   using Clock = std::chrono::steady_clock;
   const auto t_start = Clock::now();
@@ -404,7 +429,7 @@ StepStats World::Step() {
   stats.envs.resize(ne);
   ContactSet contacts;
   const BackendCounters detect_start = w_.backend->counters();
-  ProfileRange stage("detect");
+  StepStage detect_stage("detect", &stats.detect_seconds);
   detect_.Run(w_, &nodes_, &contacts);
   stats.detect_counters = w_.backend->counters() - detect_start;
   for (Index m = 0; m < contacts.size(); ++m) {
@@ -414,16 +439,12 @@ StepStats World::Step() {
     e.max_penetration = std::max(e.max_penetration, pen);
     ++e.contacts;
   }
-  stats.detect_seconds = std::chrono::duration<double>(Clock::now() - t_start).count();
-  stage.End();
-  ProfileRange assemble_range("assemble");
-  const auto t_assemble = Clock::now();
+  detect_stage.End();
+  StepStage assemble_stage("assemble", &stats.assemble_seconds);
   const std::vector<Scalar>& rigid_values = assemble_.Run(&w_, nodes_.virtual_nodes(), steps_ > 0 && w_.params.warm_start);
-  const auto t_solve = Clock::now();
   stats.pattern_counters = assemble_.pattern_counters();
-  stats.assemble_seconds = std::chrono::duration<double>(t_solve - t_assemble).count();
-  assemble_range.End();
-  ProfileRange solve_range("solve");
+  assemble_stage.End();
+  StepStage solve_stage("solve", &stats.solve_seconds);
   const BackendCounters c_nodes = w_.backend->counters();
   const RigidGroups groups = nodes_.BuildRigidGroups(w_, rigid_values);
   const BodyModes modes = nodes_.BuildBodyModes(&w_);
@@ -432,8 +453,7 @@ StepStats World::Step() {
   std::vector<EnvFailure> failures;
   stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);
   stats.solver_counters = solve_.solver_counters();
-  stats.solve_seconds = std::chrono::duration<double>(Clock::now() - t_solve).count();
-  solve_range.End();
+  solve_stage.End();
   ProfileRange finish_range("health, integrate, record");
   stats.matrix_rows = w_.system->matrix().pattern().rows();
   stats.matrix_blocks = w_.system->matrix().pattern().nnz_blocks();
@@ -467,9 +487,8 @@ StepStats World::Step() {
   const std::vector<Scalar> lambda = solve_.Impulses();
   Integrate(&w_, vhat.rigid);
   if (w_.params.inelastic && contacts.size() > 0) {
-    const auto t_inelastic = Clock::now();
+    StepStage inelastic_stage("inelastic", &stats.inelastic_seconds);
     inelastic_.Run(&w_, contacts, lambda, vhat.rigid);
-    stats.inelastic_seconds = std::chrono::duration<double>(Clock::now() - t_inelastic).count();
   }
   for (std::size_t e = 0; e < ne; ++e)
     if (w_.env_failed[e] && !failed_before[e]) FreezeEnvironment(Index(e));

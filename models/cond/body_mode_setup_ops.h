@@ -1,0 +1,265 @@
+// COND body modes, the set-up's ops (once per solve, or when the patches change): T = A Z, the
+// coarse matrices and their inverses, the arms on the backend, the rows of T per node; the record
+// and the per-iteration ops in body_mode_ops.h. Shared by both backends.
+#pragma once
+
+#include "models/cond/body_mode_ops.h"
+
+namespace condsim {
+
+// per row q of T (listed node or halo node) and each patch P its row reaches: T_qP = sum_{j in P} A_ij Z_j as two 3x3
+// blocks (translation: sum A_ij at 2e; rotation: sum A_ij (-[r_j]x) at 2e + 1; e the entry)
+struct BodyModeProductOp {
+  static constexpr Index kGrain = 2048;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  Index listed;  // rows q < listed are listed nodes, the rest halo nodes
+  const Index* row_ptr;
+  const Index* col_idx;
+  const Scalar* values;
+  Scalar* t;  // 18 per entry
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    const Index i = q < listed ? m.node[q] : m.halo[q - listed], first = m.t_ptr[q], last = m.t_ptr[q + 1];
+    // a listed node's row only to its own body's patches (they form A_c); a halo row to all
+    const Index body = q < listed ? m.patch_body[m.node_patch[i]] : -1;
+    for (Index e = first; e < last; ++e) {
+      StoreMat3(t, 2 * e, Mat3());
+      StoreMat3(t, 2 * e + 1, Mat3());
+    }
+    for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      const Index j = col_idx[k], p = m.node_patch[j];
+      if (p < 0 || (body >= 0 && m.patch_body[p] != body)) continue;
+      Index e = first;
+      while (e + 1 < last && m.t_patch[e] != p) ++e;
+      const Mat3 a = LoadMat3(values, k);
+      StoreMat3(t, 2 * e, LoadMat3(t, 2 * e) + a);
+      StoreMat3(t, 2 * e + 1, LoadMat3(t, 2 * e + 1) - a * Skew(LoadVec3(m.arm, m.node_slot[j])));
+    }
+  }
+};
+
+// per patch p: its six rows of the body's A_c = Z^T A Z = sum_q Z_q^T T_qP (one thread per
+// patch; it writes only its own rows)
+struct BodyModeMatrixOp {
+  static constexpr Index kGrain = 16;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* t;
+  Scalar* ac;
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    const Index b = m.patch_body[p], first = m.body_ptr[b];
+    const Index ld = 6 * (m.body_ptr[b + 1] - first), row0 = 6 * (p - first);
+    Scalar* out = ac + m.c_off[b] + std::int64_t(row0) * ld;
+    for (std::int64_t k = 0; k < 6 * std::int64_t(ld); ++k) out[k] = 0;
+    for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) {
+      const Mat3 sk = Skew(LoadVec3(m.arm, q));
+      for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+        // blocks [[T_lin, T_rot], [[r]x T_lin, [r]x T_rot]]
+        const Mat3 t_lin = LoadMat3(t, 2 * e), t_rot = LoadMat3(t, 2 * e + 1);
+        const Mat3 blk[4] = {t_lin, t_rot, sk * t_lin, sk * t_rot};
+        const Index col0 = 6 * (m.t_patch[e] - first);
+        for (int row = 0; row < 6; ++row)
+          for (int c = 0; c < 6; ++c) out[std::int64_t(row) * ld + col0 + c] += blk[2 * (row / 3) + c / 3](row % 3, c % 3);
+      }
+    }
+  }
+};
+
+// per listed node of a solve: its arm from the arms of every node of the BodyModes (device_arm,
+// 3 per entry), so that no arm comes from the host
+struct BodyModeGatherArmOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* from;  // 3 per entry of the BodyModes
+  Scalar* arm;         // 3 per listed node (the record's arm)
+  CONDSIM_HD_INLINE void operator()(Index q) const { StoreVec3(arm, q, LoadVec3(from, m.arm_source[q])); }
+};
+
+// AppendBodyPatches' reference points on the backend (BodyPatchArms), one body at a time from
+// its positions x: item i < patches the mean position of patch first_patch + i (its entries
+// summed in their order, then divided by their count), item `patches` the body's mean position
+// (its nodes summed in node order); the host's sums in the host's order, so bitwise its values
+struct BodyPatchCentreOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  const Scalar* x;      // the body's positions, 3 per node
+  const Index* ptr;     // per patch: its entries ptr[p] .. ptr[p+1)
+  const Index* local;   // per entry: its node of the body
+  Index first_patch;
+  Index patches;        // the body's patches
+  Index count;          // the body's nodes
+  Scalar* centre;       // 3 per patch
+  Scalar* body_centre;  // the body's 3
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    Vec3 sum;
+    if (i < patches) {
+      const Index p = first_patch + i, n = ptr[p + 1] - ptr[p];
+      for (Index k = ptr[p]; k < ptr[p + 1]; ++k) sum += LoadVec3(x, local[k]);
+      StoreVec3(centre, p, sum / Scalar(n > 1 ? n : 1));
+    } else {
+      for (Index k = 0; k < count; ++k) sum += LoadVec3(x, k);
+      StoreVec3(body_centre, 0, sum / Scalar(count > 1 ? count : 1));
+    }
+  }
+};
+
+// per entry of one body (BodyPatchArms): arm = x - its patch's mean, body_arm = x - the body's
+// mean (BodyPatchCentreOp)
+struct BodyPatchArmOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Scalar* x;            // the body's positions, 3 per node
+  const Index* local;         // per entry: its node of the body
+  const Index* entry_patch;   // per entry: its patch
+  const Scalar* centre;       // 3 per patch
+  const Scalar* body_centre;  // the body's 3
+  Index first_entry;
+  Scalar* arm;       // 3 per entry
+  Scalar* body_arm;  // 3 per entry
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    const Index q = first_entry + i;
+    const Vec3 xq = LoadVec3(x, local[q]);
+    StoreVec3(arm, q, xq - LoadVec3(centre, entry_patch[q]));
+    StoreVec3(body_arm, q, xq - LoadVec3(body_centre, 0));
+  }
+};
+
+// rows of one body's coarse matrix at most (6 per patch, kMaxBodyModePatches patches)
+constexpr Index kBodyModeMaxCoarse = 6 * 128;
+
+// per body: the inverse of its coarse matrix A_c (row-major, (6 m_b)^2 at c_off),
+// A_c^-1 = D^-1/2 (S + 1e-10 I)^-1 D^-1/2 with S = D^-1/2 sym(A_c) D^-1/2 (unit diagonal; the
+// shift bounds a patch's degenerate direction, e.g. the rotation about the line of collinear
+// nodes); a body whose A_c is not positive definite (a pivot <= 0, a diagonal entry <= 0, a
+// non-finite entry) gets zeros: no correction. S + 1e-10 I = U^T U by a right-looking Cholesky
+// (Golub & Van Loan 2013, Alg. 4.2.2), X = U^-T by rows (X L = I), A_c^-1 = D^-1/2 X^T X D^-1/2.
+// A lane functor (chain_ops.h): one warp per body, 2 n + 6 phases for n = 6 m_b (a column of the
+// factor takes two: its row of U, then the trailing update); lane l owns rows l, l + 32, ...
+// within a phase. A_c comes in `work` (BodyModeMatrixOp), which then holds U (upper triangle,
+// in place of S) and X (strict lower).
+struct BodyModeInvertOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  static constexpr int kLanes = 32;
+  static constexpr int kPhases = 2 * kBodyModeMaxCoarse + 6;
+  BodyModeView m;
+  Scalar* work;                  // A_c in; U and X
+  Scalar* ac_inv;                // A_c^-1 out
+  Scalar* scale;                 // 6 per patch: D^-1/2
+  unsigned char* ok;             // per body: A_c positive definite so far
+  const unsigned char* refresh;  // per body: invert it (null: all); the others keep ac_inv
+  Scalar shift;                  // 1e-10 (kPatchRegularization)
+  CONDSIM_HD_INLINE static int Phases(Index n) { return int(2 * n + 6); }
+  // a number that is neither infinite nor NaN (no fast-math in this project)
+  CONDSIM_HD_INLINE static bool Finite(Scalar x) { return x - x == 0; }
+  CONDSIM_HD_INLINE void Lane(Index b, int lane, int phase) const {
+    const Index first = m.body_ptr[b], n = 6 * (m.body_ptr[b + 1] - first);
+    if (phase >= Phases(n) || (refresh != nullptr && !refresh[b])) return;
+    Scalar* a = ac_inv + m.c_off[b];
+    Scalar* w = work + m.c_off[b];
+    Scalar* s = scale + 6 * std::int64_t(first);
+    const std::int64_t ld = n;
+    if (phase == 0) {
+      if (lane == 0) ok[b] = 1;
+      return;
+    }
+    if (phase == Phases(n) - 1) {
+      // a failed body: no correction
+      if (!ok[b])
+        for (Index i = lane; i < n; i += kLanes)
+          for (Index j = 0; j < n; ++j) a[i * ld + j] = 0;
+      return;
+    }
+    // a lane may clear ok in the phase that others read it (a non-positive pivot): they then finish
+    // that phase on a failed factor, which the last phase zeroes whatever the lanes' order
+    if (!ok[b]) return;
+    if (phase == 1) {
+      // D^-1/2 from the diagonal of sym(A_c)
+      for (Index i = lane; i < n; i += kLanes) {
+        const Scalar d = Scalar(0.5) * (w[i * ld + i] + w[i * ld + i]);
+        if (!(d > 0) || !Finite(d)) {
+          ok[b] = 0;
+          return;
+        }
+        s[i] = 1 / std::sqrt(d);
+      }
+    } else if (phase == 2) {
+      // S + shift I into the upper triangle, in place (a lane reads its row's upper part and
+      // the lower parts of the rows below, which no lane writes here)
+      for (Index i = lane; i < n; i += kLanes)
+        for (Index j = i; j < n; ++j) {
+          const Scalar v = Scalar(0.5) * (w[i * ld + j] + w[j * ld + i]);
+          const Scalar sv = s[i] * v * s[j] + (i == j ? shift : Scalar(0));
+          if (!Finite(v) || !Finite(sv)) ok[b] = 0;
+          w[i * ld + j] = sv;
+        }
+    } else if (phase < 3 + 2 * n) {
+      const Index j = (phase - 3) / 2;
+      const Scalar p = w[j * ld + j];
+      if ((phase - 3) % 2 == 0) {
+        // row j of U: U_jk = S_jk / sqrt(S_jj) (every lane reads the pivot; it is written next phase)
+        if (!(p > 0)) {
+          if (lane == 0) ok[b] = 0;
+          return;
+        }
+        const Scalar u = std::sqrt(p);
+        for (Index k = j + 1 + lane; k < n; k += kLanes) w[j * ld + k] /= u;
+      } else {
+        // trailing update S_ik -= U_ji U_jk (i, k > j); lane 0 also stores U_jj
+        if (lane == 0) w[j * ld + j] = std::sqrt(p);
+        for (Index i = j + 1 + lane; i < n; i += kLanes) {
+          const Scalar uji = w[j * ld + i];
+          for (Index k = i; k < n; ++k) w[i * ld + k] -= uji * w[j * ld + k];
+        }
+      }
+    } else if (phase == 3 + 2 * n) {
+      // X = L^-1 (L = U^T) by rows: X_ij = -(sum_{k=j+1..i} X_ik L_kj) / L_jj, j = i-1 .. 0
+      for (Index i = lane; i < n; i += kLanes) {
+        const Scalar xii = 1 / w[i * ld + i];
+        for (Index j = i - 1; j >= 0; --j) {
+          Scalar acc = xii * w[j * ld + i];
+          for (Index k = j + 1; k < i; ++k) acc += w[i * ld + k] * w[j * ld + k];
+          w[i * ld + j] = -acc / w[j * ld + j];
+        }
+      }
+    } else {
+      // A_c^-1_ij = s_i (sum_{k >= j} X_ki X_kj) s_j for j >= i, mirrored to (j, i)
+      for (Index i = lane; i < n; i += kLanes) {
+        Scalar* row = a + i * ld;
+        for (Index j = i; j < n; ++j) row[j] = 0;
+        for (Index k = i; k < n; ++k) {
+          const Scalar xkk = 1 / w[k * ld + k];
+          const Scalar xki = k == i ? xkk : w[k * ld + i];
+          for (Index j = i; j < k; ++j) row[j] += xki * w[k * ld + j];
+          row[k] += xki * xkk;
+        }
+        for (Index j = i; j < n; ++j) {
+          const Scalar v = s[i] * row[j] * s[j];
+          if (!Finite(v)) ok[b] = 0;
+          row[j] = v;
+          a[j * ld + i] = v;
+        }
+      }
+    }
+  }
+  CONDSIM_HD_INLINE void operator()(Index b) const {
+    const int phases = Phases(6 * (m.body_ptr[b + 1] - m.body_ptr[b]));
+    for (int phase = 0; phase < phases; ++phase)
+      for (int lane = 0; lane < kLanes; ++lane) Lane(b, lane, phase);
+  }
+};
+
+// per global node its row q of T, or -1 (BodyModeApplyStepOp), made on the backend from the
+// record: a launch over the nodes (the listed ones' slots, node_slot), then one over the halo
+// (row listed + h for halo node h)
+struct BodyModeRowOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  Index listed;
+  bool halo;  // items: the halo nodes (else all nodes)
+  Index* row;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (halo) {
+      row[m.halo[k]] = listed + k;
+    } else {
+      row[k] = m.node_slot[k];
+    }
+  }
+};
+
+}  // namespace condsim
