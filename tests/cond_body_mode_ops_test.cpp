@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -81,8 +82,8 @@ TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
     Array<Index> env_d(b, node_env);
     Array<unsigned char> active_d(b, env_active);
     kernels->BodyModeResidualChunk(Index(h.chunk_begin.size()) - 1,
-                                   BodyModeResidualChunkOp{arrays.view(), r_d.data(), env_d.data(), active_d.data(), partial.data()});
-    kernels->BodyModeResidual(patches, BodyModeResidualOp{arrays.view(), partial.data(), env_d.data(), active_d.data(), g.data()});
+                                   BodyModeResidualChunkOp{arrays.view(), r_d.data(), env_d.data(), active_d.data(), nullptr, partial.data()});
+    kernels->BodyModeResidual(patches, BodyModeResidualOp{arrays.view(), partial.data(), env_d.data(), active_d.data(), nullptr, g.data()});
     results.push_back(g.ToHost());
   }
   EXPECT_EQ(results[0], results[1]);
@@ -116,6 +117,134 @@ TEST(CondBodyModes, ChunkedPatchSumsMatchTheSumOverTheNodes) {
         EXPECT_EQ(g[6 * p + 3 + d], rot[d]);
       }
   }
+}
+
+// a loaded free body's patch (BodyModeResidualChunkOp, BodyModeResidualOp with `loaded`): g = 0
+// and its chunks are not summed (their parts keep a sentinel); the other patches' g bitwise as
+// without the flags
+TEST(CondBodyModes, LoadedPatchesAreNotSummed) {
+  auto rng = test::Rng();
+  const std::vector<Index> sizes = {300, 40, 1500};
+  BodyModeHost h;
+  h.ptr.assign(1, 0);
+  for (Index n : sizes) h.ptr.push_back(h.ptr.back() + n);
+  CutBodyModeChunks(h.ptr, &h.chunk_ptr, &h.chunk_begin);
+  const Index listed = h.ptr.back(), patches = Index(sizes.size()), chunks = Index(h.chunk_begin.size()) - 1;
+  for (Index q = 0; q < listed; ++q) h.node.push_back(q);
+  h.node_patch.assign(std::size_t(listed), 0);
+  for (Index p = 0; p < patches; ++p)
+    for (Index q = h.ptr[p]; q < h.ptr[p + 1]; ++q) h.node_patch[std::size_t(q)] = p;
+  h.arm = test::RandomVector(rng, 3 * listed);
+  OpsOnThreads ops(2, h);
+  Backend* b = ops.backend.get();
+  Array<Scalar> r(b, test::RandomVector(rng, 3 * listed));
+  Array<Index> env(b, std::vector<Index>(std::size_t(listed), 0));
+  Array<unsigned char> active(b, std::vector<unsigned char>{1});
+  Array<unsigned char> loaded(b, std::vector<unsigned char>{0, 1, 0});
+  std::vector<std::vector<Scalar>> g;
+  Array<Scalar> partial(b, std::vector<Scalar>(6 * std::size_t(chunks), 7));
+  const unsigned char* no_flags = nullptr;
+  for (const unsigned char* flags : {no_flags, static_cast<const unsigned char*>(loaded.data())}) {
+    Array<Scalar> out(b, std::vector<Scalar>(6 * std::size_t(patches), 5));
+    if (flags != nullptr) partial.Assign(b, std::vector<Scalar>(6 * std::size_t(chunks), 7));
+    ops.kernels->BodyModeResidualChunk(chunks, BodyModeResidualChunkOp{ops.arrays.view(), r.data(), env.data(), active.data(), flags, partial.data()});
+    ops.kernels->BodyModeResidual(patches, BodyModeResidualOp{ops.arrays.view(), partial.data(), env.data(), active.data(), flags, out.data()});
+    g.push_back(out.ToHost());
+  }
+  const std::vector<Scalar> parts = partial.ToHost();
+  for (Index p = 0; p < patches; ++p)
+    for (int d = 0; d < 6; ++d) EXPECT_EQ(g[1][6 * p + d], p == 1 ? 0 : g[0][6 * p + d]) << "patch " << p;
+  for (Index c = h.chunk_ptr[1]; c < h.chunk_ptr[2]; ++c)
+    for (int d = 0; d < 6; ++d) EXPECT_EQ(parts[6 * std::size_t(c) + d], 7) << "chunk " << c << " of the loaded patch was summed";
+  EXPECT_NE(g[0][6], 0);
+}
+
+// the correction's op with patches whose dv is 0 (BodyModeApplyOp, BodyModeApplyStepOp): v + Z dv
+// and r + T dv equal a host loop over every entry (bitwise: the same order, a still patch adds
+// exact zeros), while the T blocks of the still patches, NaN here, are never read and the rows
+// no moving patch reaches are not written
+TEST(CondBodyModes, StillPatchesAreSkippedByTheCorrection) {
+  auto rng = test::Rng();
+  const Index patches = 4, per = 50, listed = patches * per, halo = 20, nodes = listed + halo + 5;
+  BodyModeHost h;
+  h.ptr.assign(1, 0);
+  for (Index p = 0; p < patches; ++p) h.ptr.push_back(h.ptr.back() + per);
+  h.node_patch.assign(std::size_t(nodes), -1);
+  h.node_slot.assign(std::size_t(nodes), -1);
+  for (Index q = 0; q < listed; ++q) {
+    h.node.push_back(q);
+    h.node_patch[std::size_t(q)] = q / per;
+    h.node_slot[std::size_t(q)] = q;
+  }
+  for (Index k = 0; k < halo; ++k) h.halo.push_back(listed + k);
+  h.arm = test::RandomVector(rng, 3 * listed);
+  // rows of T: a listed node reaches its own patch and the next; a halo node patches 1 and 2
+  // (k even) or patch 3 alone (k odd: a row reached by still patches only)
+  h.t_ptr.assign(1, 0);
+  for (Index q = 0; q < listed + halo; ++q) {
+    if (q < listed) {
+      h.t_patch.push_back(q / per);
+      h.t_patch.push_back((q / per + 1) % patches);
+    } else if ((q - listed) % 2 == 0) {
+      h.t_patch.push_back(1);
+      h.t_patch.push_back(2);
+    } else {
+      h.t_patch.push_back(3);
+    }
+    h.t_ptr.push_back(Index(h.t_patch.size()));
+  }
+  const Index entries = Index(h.t_patch.size());
+  std::vector<Scalar> dv = test::RandomVector(rng, 6 * patches);
+  for (Index p : {0, 3})
+    for (int d = 0; d < 6; ++d) dv[6 * std::size_t(p) + d] = 0;
+  std::vector<Scalar> t = test::RandomVector(rng, 18 * entries);
+  for (Index e = 0; e < entries; ++e)
+    if (dv[6 * std::size_t(h.t_patch[std::size_t(e)])] == 0 && dv[6 * std::size_t(h.t_patch[std::size_t(e)]) + 3] == 0)
+      for (int k = 0; k < 18; ++k) t[18 * std::size_t(e) + k] = std::numeric_limits<Scalar>::quiet_NaN();
+  const std::vector<Scalar> v = test::RandomVector(rng, 3 * nodes), r = test::RandomVector(rng, 3 * nodes);
+  const std::vector<Scalar> w = test::RandomVector(rng, 3 * nodes, 0.1, 1);
+  // the host loop: every entry, still ones as exact zeros
+  std::vector<Scalar> v_ref = v, r_ref = r;
+  for (Index q = 0; q < listed + halo; ++q) {
+    const Index i = q < listed ? h.node[std::size_t(q)] : h.halo[std::size_t(q - listed)];
+    if (q < listed) {
+      const Index p = h.node_patch[std::size_t(i)];
+      const Vec3 lin(dv[6 * p], dv[6 * p + 1], dv[6 * p + 2]), rot(dv[6 * p + 3], dv[6 * p + 4], dv[6 * p + 5]);
+      const Vec3 dz = lin + Cross(rot, Vec3(h.arm[3 * q], h.arm[3 * q + 1], h.arm[3 * q + 2]));
+      for (int d = 0; d < 3; ++d) v_ref[3 * i + d] += dz[d];
+    }
+    Vec3 dr;
+    for (Index e = h.t_ptr[std::size_t(q)]; e < h.t_ptr[std::size_t(q) + 1]; ++e) {
+      const Index p = h.t_patch[std::size_t(e)];
+      if (dv[6 * p] == 0 && dv[6 * p + 3] == 0) continue;
+      dr += LoadMat3(t.data(), 2 * e) * LoadVec3(dv.data(), 2 * p) + LoadMat3(t.data(), 2 * e + 1) * LoadVec3(dv.data(), 2 * p + 1);
+    }
+    for (int d = 0; d < 3; ++d) r_ref[3 * i + d] += dr[d];
+  }
+  OpsOnThreads ops(2, h);
+  Backend* b = ops.backend.get();
+  Array<Scalar> t_d(b, t), dv_d(b, dv), v_d(b, v), r_d(b, r), w_d(b, w), u_d(b, std::vector<Scalar>(3 * std::size_t(nodes), 0));
+  Array<Index> env(b, std::vector<Index>(std::size_t(nodes), 0)), row(b, std::vector<Index>(std::size_t(nodes), -1));
+  Array<unsigned char> active(b, std::vector<unsigned char>{1});
+  const BodyModeApplyOp apply{ops.arrays.view(), listed, t_d.data(), dv_d.data(), env.data(), active.data(), v_d.data(), r_d.data()};
+  // the fused pass first (it reads v and r, writes u and r), then the separate op on v and a copy of r
+  Array<Scalar> r_step(b, r);
+  ops.kernels->BodyModeRow(nodes, BodyModeRowOp{ops.arrays.view(), listed, false, row.data()});
+  ops.kernels->BodyModeRow(halo, BodyModeRowOp{ops.arrays.view(), listed, true, row.data()});
+  BodyModeApplyOp step_apply = apply;
+  step_apply.r = r_step.data();
+  ops.kernels->BodyModeApplyStep(nodes, BodyModeApplyStepOp{step_apply, row.data(), w_d.data(), r_step.data(), u_d.data()});
+  ops.kernels->BodyModeApply(listed + halo, apply);
+  const std::vector<Scalar> v_out = v_d.ToHost(), r_out = r_d.ToHost(), r_step_out = r_step.ToHost(), u = u_d.ToHost();
+  for (Index k = 0; k < 3 * nodes; ++k) {
+    EXPECT_EQ(v_out[k], v_ref[k]) << "v, dof " << k;
+    EXPECT_EQ(r_out[k], r_ref[k]) << "r, dof " << k;
+    EXPECT_EQ(r_step_out[k], r_ref[k]) << "r of the fused pass, dof " << k;
+    EXPECT_EQ(u[k], v_ref[k] - w[k] * r_ref[k]) << "u, dof " << k;
+  }
+  // the still patches' rows: v untouched; the odd halo rows (patch 3 only): r untouched
+  EXPECT_EQ(v_out[0], v[0]);
+  EXPECT_EQ(r_out[3 * (listed + 1)], r[3 * (listed + 1)]);
 }
 
 // the free-body gate and the truncated modes' contact force and step limit over each patch's

@@ -64,17 +64,18 @@ CONDSIM_HD_INLINE void ModeTranspose(const Vec3& r, const Vec3& x, Vec3* lin, Ve
 }
 
 // per chunk of a patch's listed nodes: its part of g = Z^T r (r = A v - b), summed in node order
-// from 0 (6 per chunk; nothing when its environment stopped)
+// from 0 (6 per chunk; nothing when its environment stopped or its patch is loaded)
 struct BodyModeResidualChunkOp {
   static constexpr Index kGrain = 8;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* r;
   const Index* node_env;
   const unsigned char* env_active;
+  const unsigned char* loaded;  // free bodies: per patch, g is 0 for the rest of the solve (null: none)
   Scalar* partial;  // 6 per chunk
   CONDSIM_HD_INLINE void operator()(Index c) const {
     const Index q0 = m.chunk_begin[c], q1 = m.chunk_begin[c + 1];
-    if (!env_active[node_env[m.node[q0]]]) return;
+    if (!env_active[node_env[m.node[q0]]] || (loaded != nullptr && loaded[m.node_patch[m.node[q0]]])) return;
     Vec3 g_lin, g_rot;
     for (Index q = q0; q < q1; ++q) ModeTranspose(LoadVec3(m.arm, q), LoadVec3(r, m.node[q]), &g_lin, &g_rot);
     StoreVec3(partial, 2 * c, g_lin);
@@ -91,17 +92,18 @@ CONDSIM_HD_INLINE void FoldChunks(const Scalar* partial, Index begin, Index end,
 }
 
 // per patch: g = Z^T r, its chunks' parts summed in chunk order from 0 (0 when its environment
-// stopped; one chunk: the chunk's sum itself, the patch's nodes in order)
+// stopped or it is loaded; one chunk: the chunk's sum itself, the patch's nodes in order)
 struct BodyModeResidualOp {
   static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
   const Scalar* partial;  // BodyModeResidualChunkOp's
   const Index* node_env;
   const unsigned char* env_active;
+  const unsigned char* loaded;  // as BodyModeResidualChunkOp's
   Scalar* g;  // 6 per patch
   CONDSIM_HD_INLINE void operator()(Index p) const {
     Vec3 g_lin, g_rot;
-    const bool active = m.ptr[p + 1] > m.ptr[p] && env_active[node_env[m.node[m.ptr[p]]]];
+    const bool active = m.ptr[p + 1] > m.ptr[p] && env_active[node_env[m.node[m.ptr[p]]]] && (loaded == nullptr || !loaded[p]);
     if (active) FoldChunks(partial, m.chunk_ptr[p], m.chunk_ptr[p + 1], &g_lin, &g_rot);
     StoreVec3(g, 2 * p, g_lin);
     StoreVec3(g, 2 * p + 1, g_rot);
@@ -306,7 +308,9 @@ struct BodyModeSolveOp {
 // per row of T: a listed node moves, v_i += Z_i dv_p = dv_lin + dv_ang x r; listed and halo
 // nodes alike r_i += sum_P T_iP dv_P, so r stays A v - b on every row the correction reaches
 // (a halo row left stale would hand the W step of a contact node the residual from before the
-// correction); nodes of stopped environments skipped (their iterate is not committed)
+// correction); nodes of stopped environments skipped (their iterate is not committed). A patch
+// whose dv is 0 (a loaded free body, a step limited to 0) is skipped: its T blocks are not read,
+// and a row that no moving patch reaches is not written
 struct BodyModeApplyOp {
   static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
@@ -317,16 +321,25 @@ struct BodyModeApplyOp {
   const unsigned char* env_active;
   Scalar* v;
   Scalar* r;
-  // row q (listed node i) of the correction of v: Z_i dv
+  // whether patch p moves: dv_p != 0
+  CONDSIM_HD_INLINE bool Moves(Index p) const {
+    for (int d = 0; d < 6; ++d)
+      if (dv[6 * std::int64_t(p) + d] != 0) return true;
+    return false;
+  }
+  // row q (listed node i) of the correction of v: Z_i dv (its patch moves)
   CONDSIM_HD_INLINE Vec3 ModeVelocity(Index q, Index i) const {
     const Index p = m.node_patch[i];
     return LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q));
   }
-  // row q of the correction of r: (T dv)_q
-  CONDSIM_HD_INLINE Vec3 ResidualChange(Index q) const {
+  // row q of the correction of r: (T dv)_q over the moving patches; *moved: one was reached
+  CONDSIM_HD_INLINE Vec3 ResidualChange(Index q, bool* moved) const {
     Vec3 dr;
+    *moved = false;
     for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
       const Index pe = m.t_patch[e];
+      if (!Moves(pe)) continue;
+      *moved = true;
       dr += LoadMat3(t, 2 * e) * LoadVec3(dv, 2 * pe) + LoadMat3(t, 2 * e + 1) * LoadVec3(dv, 2 * pe + 1);
     }
     return dr;
@@ -334,8 +347,10 @@ struct BodyModeApplyOp {
   CONDSIM_HD_INLINE void operator()(Index q) const {
     const Index i = q < listed ? m.node[q] : m.halo[q - listed];
     if (!env_active[node_env[i]]) return;
-    if (q < listed) AddVec3(v, i, ModeVelocity(q, i));
-    AddVec3(r, i, ResidualChange(q));
+    if (q < listed && Moves(m.node_patch[i])) AddVec3(v, i, ModeVelocity(q, i));
+    bool moved;
+    const Vec3 dr = ResidualChange(q, &moved);
+    if (moved) AddVec3(r, i, dr);
   }
 };
 // the correction of the last body-mode level and the W step in one pass over all nodes (CondParams::
@@ -347,15 +362,19 @@ struct BodyModeApplyStepOp {
   BodyModeApplyOp apply;  // its v and r are read here, never written
   const Index* node_row;  // per node its row of T, or -1 (BodyModeRowOp)
   const Scalar* w;
-  Scalar* r_out;  // r's corrected rows (may be apply.r itself), or null
+  Scalar* r_out;  // apply.r, to store its corrected rows, or null
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index i) const {
     Vec3 vi = LoadVec3(apply.v, i), ri = LoadVec3(apply.r, i);
     const Index q = node_row[i];
     if (q >= 0 && apply.env_active[apply.node_env[i]]) {
-      if (q < apply.listed) vi += apply.ModeVelocity(q, i);
-      ri += apply.ResidualChange(q);
-      if (r_out != nullptr) StoreVec3(r_out, i, ri);
+      if (q < apply.listed && apply.Moves(apply.m.node_patch[i])) vi += apply.ModeVelocity(q, i);
+      bool moved;
+      const Vec3 dr = apply.ResidualChange(q, &moved);
+      if (moved) {
+        ri += dr;
+        if (r_out != nullptr) StoreVec3(r_out, i, ri);
+      }
     }
     for (int d = 0; d < 3; ++d) u[3 * i + d] = vi[d] - w[3 * i + d] * ri[d];
   }

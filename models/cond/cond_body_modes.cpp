@@ -414,9 +414,12 @@ BodyModeApplyOp CondBodyModes::ApplyOp(Array<Scalar>* v) {
 void CondBodyModes::Correction(const Array<Scalar>& v) {
   const BodyModeView view = arrays_.view();
   CondKernels& k = *ctx_->kernels;
+  // a loaded free body's patch takes no correction for the rest of the solve: no sums
+  const unsigned char* loaded = free_ ? loaded_.data() : nullptr;
   k.BodyModeResidualChunk(chunks_, BodyModeResidualChunkOp{view, ctx_->r.data(), ctx_->node_env.data(), ctx_->env_active.data(),
-                                                           partial_.data()});
-  k.BodyModeResidual(num_patches_, BodyModeResidualOp{view, partial_.data(), ctx_->node_env.data(), ctx_->env_active.data(), g_.data()});
+                                                           loaded, partial_.data()});
+  k.BodyModeResidual(num_patches_,
+                     BodyModeResidualOp{view, partial_.data(), ctx_->node_env.data(), ctx_->env_active.data(), loaded, g_.data()});
   if (free_) {
     k.BodyModeGateChunk(gate_chunks_, BodyModeGateChunkOp{view, ctx_->lambda.data(), loaded_.data(), gate_hit_.data()});
     k.BodyModeGate(num_patches_, BodyModeGateOp{view, gate_hit_.data(), loaded_.data(), g_.data()});
