@@ -443,5 +443,71 @@ TEST(CondBodyModes, CoarseSolveOverLanesMatchesTheDenseProduct) {
   }
 }
 
+// truncated modes' refresh on the backend (CondBodyModes::Refresh, docs/solver.md "Truncated
+// modes"): the per-contact idle test (BodyModeIdleOp) against the host's rule evaluated here
+// (lambda = 0 in all three rows, not blocked, n . v_i + phi > slack_min), bitwise the same
+// decisions on 1 and 2 threads, with and without the blocked flags; the refresh flag
+// (BodyModeRefreshFlagOp) set by any patch's alpha below the threshold, kept when none is, and
+// cleared; BodyModeUnblockOp zeroes every flag
+TEST(CondBodyModes, RefreshTestsOnTheBackendMatchTheHostRule) {
+  auto rng = test::Rng();
+  const Index nodes = 300, count = 2000;
+  const double slack_min = 0.05;
+  std::uniform_int_distribution<Index> pick(0, nodes - 1);
+  std::uniform_int_distribution<int> coin(0, 3);
+  ContactSet c;
+  std::vector<Scalar> lambda;
+  std::vector<unsigned char> blocked;
+  for (Index m = 0; m < count; ++m) {
+    const std::vector<Scalar> n = test::RandomVector(rng, 3), phi = test::RandomVector(rng, 1, -0.5, 0.5);
+    c.Add(pick(rng), -1, ContactFrame(Normalized(Vec3(n[0], n[1], n[2] + 2))), phi[0], 0.5, 0.5);
+    // a quarter with an impulse in one row, the rest idle
+    const int row = coin(rng) == 0 ? int(m % 3) : 3;
+    for (int d = 0; d < 3; ++d) lambda.push_back(row == d ? Scalar(0.1) : Scalar(0));
+    blocked.push_back(coin(rng) == 0 ? 1 : 0);
+  }
+  const std::vector<Scalar> v = test::RandomVector(rng, 3 * nodes, -0.5, 0.5);
+  for (bool use_blocked : {false, true}) {
+    std::vector<unsigned char> expect(static_cast<std::size_t>(count), 0);
+    Index idle = 0;
+    for (Index m = 0; m < count; ++m) {
+      bool on = lambda[3 * m] == 0 && lambda[3 * m + 1] == 0 && lambda[3 * m + 2] == 0 && !(use_blocked && blocked[m]);
+      const Index i = c.node_i[m];
+      if (on) on = Dot(c.Frame(m).Row(0), Vec3(v[3 * i], v[3 * i + 1], v[3 * i + 2])) + c.phi[m] > slack_min;
+      expect[m] = on ? 1 : 0;
+      idle += on;
+    }
+    // both outcomes occur
+    EXPECT_GT(idle, count / 10);
+    EXPECT_LT(idle, count - count / 10);
+    for (int threads : {1, 2}) {
+      OpsOnThreads ops(threads, BodyModeHost());
+      Backend* b = ops.backend.get();
+      ContactArrays contacts;
+      contacts.Upload(b, c);
+      Array<Scalar> lambda_d(b, lambda), v_d(b, v);
+      Array<unsigned char> blocked_d(b, blocked), idle_d(b, count);
+      ops.kernels->BodyModeIdle(count, BodyModeIdleOp{contacts.view(), lambda_d.data(), use_blocked ? blocked_d.data() : nullptr, v_d.data(),
+                                                      slack_min, idle_d.data()});
+      EXPECT_EQ(idle_d.ToHost(), expect) << threads << " threads, blocked " << use_blocked;
+      ops.kernels->BodyModeUnblock(count, BodyModeUnblockOp{blocked_d.data()});
+      EXPECT_EQ(blocked_d.ToHost(), std::vector<unsigned char>(std::size_t(count), 0));
+    }
+  }
+  OpsOnThreads ops(1, BodyModeHost());
+  Backend* b = ops.backend.get();
+  Array<Scalar> alpha(b, std::vector<Scalar>{1, 0.7, 0.5}), flag(b, std::vector<Scalar>{0});
+  const auto set = [&](bool clear) {
+    ops.kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{alpha.data(), 3, Scalar(0.5), clear, flag.data()});
+    return flag.ToHost()[0];
+  };
+  EXPECT_EQ(set(false), 0);  // 0.5 is not below 0.5
+  alpha.CopyFromHost(std::vector<Scalar>{1, 0.49, 0.5});
+  EXPECT_EQ(set(false), 1);
+  alpha.CopyFromHost(std::vector<Scalar>{1, 1, 1});
+  EXPECT_EQ(set(false), 1);  // kept until cleared
+  EXPECT_EQ(set(true), 0);
+}
+
 }  // namespace
 }  // namespace condsim

@@ -236,6 +236,58 @@ struct BodyModeLimitOp {
   }
 };
 
+// truncated modes, one item: the refresh request read by the host at its next convergence
+// check (a slot of the solver's check buffer, so no read of its own): set once a patch's step was
+// cut below `threshold` (it stays set until cleared), or cleared (`clear`)
+struct BodyModeRefreshFlagOp {
+  static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  const Scalar* alpha;  // per patch (BodyModeLimitOp's)
+  Index patches;
+  Scalar threshold;
+  bool clear;
+  Scalar* flag;  // one scalar: 1 requested, 0 not
+  CONDSIM_HD_INLINE void operator()(Index) const {
+    if (clear) {
+      flag[0] = 0;
+      return;
+    }
+    for (Index p = 0; p < patches; ++p)
+      if (alpha[p] < threshold) {
+        flag[0] = 1;
+        return;
+      }
+  }
+};
+
+// truncated modes, per contact: whether it is idle for a refresh (CondBodyModes::Refresh): no
+// impulse (lambda = 0), no step limited by it since the last refresh (blocked; null: none) and a
+// slack J_n v + phi above slack_min (the host adds the contact's kind: an S-contact on a node
+// without its own Gamma). One byte per contact goes to the host instead of v and lambda
+struct BodyModeIdleOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  ContactView c;
+  const Scalar* lambda;          // 3 per contact
+  const unsigned char* blocked;  // per contact, or null
+  const Scalar* v;               // the iterate
+  double slack_min;              // [m/s]
+  unsigned char* idle;           // per contact
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    bool on = lambda[3 * m] == 0 && lambda[3 * m + 1] == 0 && lambda[3 * m + 2] == 0 && (blocked == nullptr || !blocked[m]);
+    if (on) {
+      const Vec3 n = LoadMat3(c.frame, m).Row(0);
+      on = Dot(n, LoadVec3(v, c.node_i[m])) + c.phi[m] > slack_min;
+    }
+    idle[m] = on ? 1 : 0;
+  }
+};
+
+// truncated modes, per contact: blocked = 0 (a refresh that changed the listed nodes)
+struct BodyModeUnblockOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  unsigned char* blocked;
+  CONDSIM_HD_INLINE void operator()(Index m) const { blocked[m] = 0; }
+};
+
 // truncated modes, per patch: dv_p *= the smallest alpha over its body's patches (one factor
 // per body: a scaled Galerkin step alpha Z dv, alpha in [0, 1], still lowers the energy of
 // eq. 1's linear part, which a per-patch factor would not guarantee)

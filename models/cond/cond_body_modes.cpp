@@ -238,6 +238,21 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   gate_partial_.Reserve(b, 6 * gate_chunks, false);
   gate_alpha_.Reserve(b, gate_chunks, false);
   gate_hit_.Reserve(b, gate_chunks, false);
+  if (truncating()) {
+    alpha_.Reserve(b, modes_.size(), false);
+    idle_.Reserve(b, bounds.contacts, false);
+    blocked_.Reserve(b, bounds.contacts, false);
+  }
+}
+
+void CondBodyModes::StartSolve(Scalar* refresh_flag) {
+  refresh_flag_ = truncating() && active() ? refresh_flag : nullptr;
+  if (refresh_flag_ != nullptr) ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{nullptr, 0, 0, true, refresh_flag_});
+}
+
+void CondBodyModes::RefreshRequested() {
+  refresh_due_ = true;
+  ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{nullptr, 0, 0, true, refresh_flag_});
 }
 
 void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
@@ -439,11 +454,9 @@ void CondBodyModes::Correction(const Array<Scalar>& v) {
     k.BodyModeLimitChunk(gate_chunks_, BodyModeLimitChunkOp{view, contacts, v.data(), dv_.data(), gate_alpha_.data(), blocked_.data()});
     k.BodyModeLimit(num_patches_, BodyModeLimitOp{view, gate_alpha_.data(), alpha_.data()});
     k.BodyModeScale(num_patches_, BodyModeScaleOp{view, alpha_.data(), dv_.data()});
-    // a step cut short: contacts are closing, the next iteration re-chooses the patches
-    const std::vector<Scalar> al = alpha_.ToHost();
-    Scalar mn = 1;
-    for (Index p = 0; p < num_patches_; ++p) mn = std::min(mn, al[p]);
-    if (mn < kRefreshAlpha) refresh_due_ = true;
+    // a step cut short: contacts are closing, the iteration after the host's next check
+    // re-chooses the patches (the request rides in the check's read, RefreshRequested)
+    if (refresh_flag_ != nullptr) k.BodyModeRefreshFlag(BodyModeRefreshFlagOp{alpha_.data(), num_patches_, kRefreshAlpha, false, refresh_flag_});
   }
 }
 
@@ -460,25 +473,23 @@ bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
   const Index nodes = ctx_->nodes;
   const ContactSet& c = ctx_->contacts_host;
   if (c.size() == 0) return false;
-  const std::vector<Scalar> lambda = ctx_->lambda.ToHost();
-  const std::vector<Scalar> vh = v.ToHost();
-  std::vector<unsigned char> blocked = admitted_ > 0 ? blocked_.ToHost() : std::vector<unsigned char>();
   refresh_due_ = false;
   last_refresh_ = l;
   // admitted: every contact of the node is an idle S-contact (lambda = 0) that limited no step
   // since the last refresh, with a slack J_n v + phi above kSlackFactor theta_th; a node of a
   // D-contact, of a loaded contact or of one at (or near) its bound stays out (truncated, as at
-  // the active nodes of monotone multigrid, Kornhuber 1994)
+  // the active nodes of monotone multigrid, Kornhuber 1994). The per-contact test runs on the
+  // backend (BodyModeIdleOp): one byte per contact comes back, neither v nor lambda
   const double slack_min = kSlackFactor * ctx_->params->theta_threshold;
+  Backend* b = ctx_->backend;
+  idle_.Resize(b, c.size());
+  ctx_->kernels->BodyModeIdle(c.size(), BodyModeIdleOp{ctx_->contacts.view(), ctx_->lambda.data(), admitted_ > 0 ? blocked_.data() : nullptr,
+                                                      v.data(), slack_min, idle_.data()});
+  const std::vector<unsigned char> contact_idle = idle_.ToHost();
   std::vector<unsigned char> admit(std::size_t(nodes), 0), veto(std::size_t(nodes), 0);
   for (Index m = 0; m < c.size(); ++m) {
     const Index i = c.node_i[m], j = c.node_j[m];
-    bool idle = j < 0 && !ctx_->own_gamma_host[i] && lambda[3 * m] == 0 && lambda[3 * m + 1] == 0 && lambda[3 * m + 2] == 0 &&
-                (blocked.empty() || !blocked[m]);
-    if (idle) {
-      const Vec3 n = c.Frame(m).Row(0);
-      idle = Dot(n, Vec3(vh[3 * i], vh[3 * i + 1], vh[3 * i + 2])) + c.phi[m] > slack_min;
-    }
+    const bool idle = j < 0 && !ctx_->own_gamma_host[i] && contact_idle[m];
     if (idle) {
       admit[i] = 1;
     } else {
@@ -498,7 +509,8 @@ bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
   if (admit == admit_ || (count == 0 && admitted_ == 0)) return false;
   admit_ = admit;
   admitted_ = count;
-  blocked_.Assign(ctx_->backend, std::vector<unsigned char>(std::size_t(c.size()), 0));
+  blocked_.Resize(b, c.size());
+  ctx_->kernels->BodyModeUnblock(c.size(), BodyModeUnblockOp{blocked_.data()});
   refreshing_ = true;
   Prepare(*a_);
   refreshing_ = false;

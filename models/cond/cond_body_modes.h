@@ -121,6 +121,12 @@ class CondBodyModes : public CondComponent {
   // inverses when that set changed
   // the rebuilds at the refreshes; returns whether the patches changed
   bool Refresh(int l, const Array<Scalar>& v);
+  // truncated modes: before each solve's loop, the backend scalar (a slot of the solver's check
+  // buffer, read at each convergence check) where a cut step asks for a refresh; cleared here
+  void StartSolve(Scalar* refresh_flag);
+  // the check found the request: refresh at the next iteration that may (and clear the flag)
+  void RefreshRequested();
+  bool refresh_flag_set() const { return refresh_flag_ != nullptr; }
 
  private:
   // this solve's patches: the listed nodes that the contact step does not touch, patches of at
@@ -164,6 +170,8 @@ class CondBodyModes : public CondComponent {
   Index gate_chunks_ = 0;
   Array<unsigned char> loaded_;   // free bodies: per patch, a contact carried an impulse this solve
   Array<unsigned char> blocked_;  // truncated modes: per contact, it limited a step
+  Array<unsigned char> idle_;     // truncated modes: per contact, BodyModeIdleOp's test at a refresh
+  Scalar* refresh_flag_ = nullptr;  // truncated modes: StartSolve's slot
   // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m
   // patches, so a body keeps its slot whatever the other bodies do), and per body the listed
   // nodes its inverse was made for and the solves since: each body's inverse is made again every

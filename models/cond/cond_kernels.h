@@ -19,6 +19,7 @@ class CondKernels
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
+                       BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
                        BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
@@ -94,6 +95,9 @@ class CondKernels
   void BodyModeLimitChunk(Index chunks, const BodyModeLimitChunkOp& op) { Run(chunks, op); }
   void BodyModeLimit(Index patches, const BodyModeLimitOp& op) { Run(patches, op); }
   void BodyModeScale(Index patches, const BodyModeScaleOp& op) { Run(patches, op); }
+  void BodyModeRefreshFlag(const BodyModeRefreshFlagOp& op) { Run(1, op); }
+  void BodyModeIdle(Index contacts, const BodyModeIdleOp& op) { Run(contacts, op); }
+  void BodyModeUnblock(Index contacts, const BodyModeUnblockOp& op) { Run(contacts, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
   void BodyModeApplyStep(Index nodes, const BodyModeApplyStepOp& op) { Run(nodes, op); }
