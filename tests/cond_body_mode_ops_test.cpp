@@ -509,5 +509,41 @@ TEST(CondBodyModes, RefreshTestsOnTheBackendMatchTheHostRule) {
   EXPECT_EQ(set(true), 0);
 }
 
+// the record's per-node maps made on the backend (BodyModeNodeMapOp, CondBodyModes::Prepare):
+// node_patch and node_slot of random patches (4 to 60 listed nodes each, drawn without
+// repetition from 5000 nodes, most nodes in none) against the host's maps built as
+// SelectPatches builds them, bitwise, on 1 and 2 threads
+TEST(CondBodyModes, NodeMapsOnTheBackendEqualTheHostMaps) {
+  auto rng = test::Rng();
+  const Index nodes = 5000, patches = 40;
+  std::vector<Index> all(static_cast<std::size_t>(nodes));
+  for (Index i = 0; i < nodes; ++i) all[std::size_t(i)] = i;
+  std::shuffle(all.begin(), all.end(), rng);
+  std::uniform_int_distribution<Index> size(4, 60);
+  std::vector<Index> ptr{0}, node;
+  std::vector<Index> patch_map(std::size_t(nodes), -1), slot_map(std::size_t(nodes), -1);
+  for (Index p = 0; p < patches; ++p) {
+    const Index n = size(rng);
+    for (Index k = 0; k < n; ++k) {
+      const Index i = all[node.size()];
+      patch_map[std::size_t(i)] = p;
+      slot_map[std::size_t(i)] = Index(node.size());
+      node.push_back(i);
+    }
+    ptr.push_back(Index(node.size()));
+  }
+  for (int threads : {1, 2}) {
+    OpsOnThreads ops(threads, BodyModeHost());
+    Backend* b = ops.backend.get();
+    Array<Index> ptr_d(b, ptr), node_d(b, node), patch_d(b, nodes), slot_d(b, nodes);
+    BodyModeNodeMapOp op{ptr_d.data(), patches, node_d.data(), true, patch_d.data(), slot_d.data()};
+    ops.kernels->BodyModeNodeMap(nodes, op);
+    op.clear = false;
+    ops.kernels->BodyModeNodeMap(Index(node.size()), op);
+    EXPECT_EQ(patch_d.ToHost(), patch_map) << threads << " threads";
+    EXPECT_EQ(slot_d.ToHost(), slot_map) << threads << " threads";
+  }
+}
+
 }  // namespace
 }  // namespace condsim

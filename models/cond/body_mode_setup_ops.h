@@ -244,6 +244,39 @@ struct BodyModeInvertOp {
   }
 };
 
+// the record's per-node maps made on the backend from node and ptr, so that no per-node field is
+// uploaded: a launch over all nodes sets node_patch = node_slot = -1 (`clear`), then one over the
+// listed entries q sets node_patch[node[q]] = the patch holding q (a binary search of ptr; the
+// patches are not empty) and node_slot[node[q]] = q (a node is listed once: no entry is written
+// twice). Bitwise the host's maps (CondBodyModes::SelectPatches)
+struct BodyModeNodeMapOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* ptr;   // patches + 1
+  Index patches;
+  const Index* node;  // listed entries
+  bool clear;         // items: all nodes (else the listed entries)
+  Index* node_patch;
+  Index* node_slot;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (clear) {
+      node_patch[k] = -1;
+      node_slot[k] = -1;
+      return;
+    }
+    // the patch p with ptr[p] <= k < ptr[p + 1]
+    Index lo = 0, hi = patches - 1;
+    while (lo < hi) {
+      const Index mid = lo + (hi - lo + 1) / 2;
+      if (ptr[mid] <= k)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    node_patch[node[k]] = lo;
+    node_slot[node[k]] = k;
+  }
+};
+
 // per global node its row q of T, or -1 (BodyModeApplyStepOp), made on the backend from the
 // record: a launch over the nodes (the listed ones' slots, node_slot), then one over the halo
 // (row listed + h for halo node h)

@@ -337,34 +337,58 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // the structure is uploaded only when it changed (halo and gates follow the contacts); host arms
   // alone when only they changed (the World takes them from the current positions); device arms
   // are gathered on the backend every solve
+  // node_patch and node_slot (an entry per node of A) are made on the backend from node and ptr
+  // (BodyModeNodeMapOp), never uploaded
+  const auto derived = [&used](const void* field) { return field == &used.node_patch || field == &used.node_slot; };
   bool same_structure = true;
-#define CONDSIM_BODY_MODE_SAME(T, name) \
-  same_structure = same_structure && (&used.name == static_cast<const void*>(&used.arm) || used.name == uploaded_.name);
+#define CONDSIM_BODY_MODE_SAME(T, name)                                                                                    \
+  same_structure = same_structure && (&used.name == static_cast<const void*>(&used.arm) || derived(&used.name) || \
+                                      used.name == uploaded_.name);
   CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_SAME)
 #undef CONDSIM_BODY_MODE_SAME
   same_structure = same_structure && used.arm.size() == uploaded_.arm.size();
+  bool remap = used.node != uploaded_.node || used.ptr != uploaded_.ptr || mapped_nodes_ != ctx_->nodes;
   Backend* b = ctx_->backend;
   if (!same_structure) {
     // the fields that changed go up alone when they are a small part of the record (the free
     // level's gates follow the contacts while its nodes stay), else the whole record in one upload
     std::size_t changed = 0, total = 0;
-#define CONDSIM_BODY_MODE_CHANGED(T, name)                     \
-  total += sizeof(T) * used.name.size();                       \
-  if (used.name != uploaded_.name) changed += sizeof(T) * used.name.size();
+#define CONDSIM_BODY_MODE_CHANGED(T, name)                                   \
+  if (!derived(&used.name)) {                                                \
+    total += sizeof(T) * used.name.size();                                   \
+    if (used.name != uploaded_.name) changed += sizeof(T) * used.name.size(); \
+  }
     CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_CHANGED)
 #undef CONDSIM_BODY_MODE_CHANGED
     if (4 * changed < total) {
 #define CONDSIM_BODY_MODE_ASSIGN(T, name) \
-  if (used.name != uploaded_.name) arrays_.name.Assign(b, used.name);
+  if (!derived(&used.name) && used.name != uploaded_.name) arrays_.name.Assign(b, used.name);
       CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_ASSIGN)
 #undef CONDSIM_BODY_MODE_ASSIGN
     } else {
+      // (the maps left empty there, made below)
+      std::vector<Index> patch_map, slot_map;
+      patch_map.swap(used.node_patch);
+      slot_map.swap(used.node_slot);
       arrays_.Upload(b, used);
+      patch_map.swap(used.node_patch);
+      slot_map.swap(used.node_slot);
+      remap = true;
     }
     uploaded_ = used;
   } else if (used.arm != uploaded_.arm) {
     b->CopyFromHost(arrays_.arm.data(), used.arm.data(), sizeof(Scalar) * used.arm.size());
     uploaded_.arm = used.arm;
+  }
+  if (remap) {
+    arrays_.node_patch.Resize(b, ctx_->nodes);
+    arrays_.node_slot.Resize(b, ctx_->nodes);
+    const BodyModeNodeMapOp map{arrays_.ptr.data(), num_patches_, arrays_.node.data(), true, arrays_.node_patch.data(), arrays_.node_slot.data()};
+    ctx_->kernels->BodyModeNodeMap(ctx_->nodes, map);
+    BodyModeNodeMapOp listed = map;
+    listed.clear = false;
+    ctx_->kernels->BodyModeNodeMap(listed_, listed);
+    mapped_nodes_ = ctx_->nodes;
   }
   if (modes_.device_arm != nullptr) {
     arrays_.arm.Resize(b, 3 * listed_);

@@ -182,7 +182,8 @@ class CondBodyModes : public CondComponent {
   std::vector<Index> slot_off_;                 // per body of modes_: its slot in ac_
   std::vector<std::vector<Index>> coarse_key_;  // per body of modes_: patch sizes and nodes
   std::vector<int> coarse_age_;                 // per body of modes_ (-1: no inverse yet)
-  BodyModeHost uploaded_;   // what arrays_ holds
+  BodyModeHost uploaded_;   // what arrays_ holds (its node_patch and node_slot made there: BodyModeNodeMapOp)
+  Index mapped_nodes_ = -1;  // the nodes of A those maps were made for
 };
 
 }  // namespace condsim
