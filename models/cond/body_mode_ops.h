@@ -34,8 +34,6 @@ namespace condsim {
   X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
   X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
   X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */               \
-  X(Index, arm_source) /* arms on the backend (BodyModes::device_arm): per listed node its */   \
-                       /* entry there (BodyModeGatherArmOp); empty with host arms */            \
   X(Index, chunk_ptr)  /* per patch: its chunks chunk_ptr[p] .. chunk_ptr[p+1) of listed nodes */ \
   X(Index, chunk_begin) /* per chunk c: listed nodes chunk_begin[c] .. chunk_begin[c+1) (one */ \
                        /* patch's, BodyModeChunkLength of its size, cut from its start) */         \

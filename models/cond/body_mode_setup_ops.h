@@ -68,9 +68,10 @@ struct BodyModeMatrixOp {
 struct BodyModeGatherArmOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
-  const Scalar* from;  // 3 per entry of the BodyModes
-  Scalar* arm;         // 3 per listed node (the record's arm)
-  CONDSIM_HD_INLINE void operator()(Index q) const { StoreVec3(arm, q, LoadVec3(from, m.arm_source[q])); }
+  const Index* source;  // per node of A: its entry in the BodyModes (uploaded when they change)
+  const Scalar* from;   // 3 per entry of the BodyModes
+  Scalar* arm;          // 3 per listed node (the record's arm)
+  CONDSIM_HD_INLINE void operator()(Index q) const { StoreVec3(arm, q, LoadVec3(from, source[m.node[q]])); }
 };
 
 // AppendBodyPatches' reference points on the backend (BodyPatchArms), one body at a time from

@@ -45,7 +45,16 @@ void CondBodyModes::Set(const BodyModes& modes) {
   // other patches: the next Prepare inverts (the World sets the same nodes every step, with arms
   // from their current positions)
   const bool other = modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr;
+  const bool new_source = modes.device_arm != nullptr && (other || source_.size() == 0);
   modes_ = modes;
+  if (new_source) {
+    // per node of A its entry in modes_ (BodyModeGatherArmOp): up once per set of patches
+    Index top = 0;
+    for (Index i : modes_.node) top = std::max(top, i + 1);
+    std::vector<Index> source(static_cast<std::size_t>(top), -1);
+    for (std::size_t q = 0; q < modes_.node.size(); ++q) source[std::size_t(modes_.node[q])] = Index(q);
+    source_.Assign(ctx_->backend, source);
+  }
   if (other) {
     const Index bodies = modes_.body_ptr.empty() ? modes_.size() : Index(modes_.body_ptr.size()) - 1;
     slot_off_.assign(1, 0);
@@ -151,18 +160,13 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
         seen[i] = 1;
         if (excluded[i] && !free_) continue;
         used->node.push_back(i);
-        if (modes_.device_arm != nullptr)
-          used->arm_source.push_back(q);
-        else
+        if (modes_.device_arm == nullptr)
           for (int d = 0; d < 3; ++d) used->arm.push_back(modes_.arm[3 * std::size_t(q) + d]);
       }
       // fewer than 4 nodes: rotations degenerate, left out
       if (static_cast<Index>(used->node.size()) - start < kMinPatchNodes) {
         used->node.resize(std::size_t(start));
-        if (modes_.device_arm != nullptr)
-          used->arm_source.resize(std::size_t(start));
-        else
-          used->arm.resize(3 * std::size_t(start));
+        if (modes_.device_arm == nullptr) used->arm.resize(3 * std::size_t(start));
         continue;
       }
       const Index patch = static_cast<Index>(used->ptr.size()) - 1;
@@ -392,7 +396,8 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   }
   if (modes_.device_arm != nullptr) {
     arrays_.arm.Resize(b, 3 * listed_);
-    ctx_->kernels->BodyModeGatherArm(listed_, BodyModeGatherArmOp{arrays_.view(), modes_.device_arm->data(), arrays_.arm.data()});
+    ctx_->kernels->BodyModeGatherArm(listed_,
+                                     BodyModeGatherArmOp{arrays_.view(), source_.data(), modes_.device_arm->data(), arrays_.arm.data()});
   }
   if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
   g_.Resize(b, 6 * num_patches_);

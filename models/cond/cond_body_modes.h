@@ -184,6 +184,7 @@ class CondBodyModes : public CondComponent {
   std::vector<int> coarse_age_;                 // per body of modes_ (-1: no inverse yet)
   BodyModeHost uploaded_;   // what arrays_ holds (its node_patch and node_slot made there: BodyModeNodeMapOp)
   Index mapped_nodes_ = -1;  // the nodes of A those maps were made for
+  Array<Index> source_;      // device arms: per node of A its entry in modes_ (-1: none)
 };
 
 }  // namespace condsim
