@@ -278,6 +278,48 @@ struct BodyModeNodeMapOp {
   }
 };
 
+// the record's rows of T (the listed nodes, then the halo) and the patches each reaches, made on
+// the backend from the record and A's pattern (nothing of them uploaded): row q reaches the
+// patches of the nodes its row of A reaches (a listed node's only within its own body), each
+// once, in the order the row first reaches them. `fill` false: item q < rows counts them into
+// t_ptr[q] and item `rows` writes 0, so an exclusive scan of rows + 1 entries makes t_ptr;
+// `fill` true: item q writes them to t_patch[t_ptr[q] ..)
+struct BodyModeCouplingOp {
+  static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  Index listed, rows;
+  const Index* row_ptr;  // A's block pattern
+  const Index* col_idx;
+  bool fill;
+  Index* t_ptr;
+  Index* t_patch;
+  // the patch that entry k of A's row reaches for a row of `body` (-1: any body), or -1
+  CONDSIM_HD_INLINE Index Reached(Index k, Index body) const {
+    const Index p = m.node_patch[col_idx[k]];
+    return p < 0 || (body >= 0 && m.patch_body[p] != body) ? -1 : p;
+  }
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    if (q == rows) {
+      if (!fill) t_ptr[q] = 0;
+      return;
+    }
+    const Index i = q < listed ? m.node[q] : m.halo[q - listed];
+    const Index body = q < listed ? m.patch_body[m.node_patch[i]] : -1;
+    const Index out = fill ? t_ptr[q] : 0;
+    Index n = 0;
+    for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      const Index p = Reached(k, body);
+      if (p < 0) continue;
+      bool seen = false;
+      for (Index e = row_ptr[i]; e < k && !seen; ++e) seen = Reached(e, body) == p;
+      if (seen) continue;
+      if (fill) t_patch[out + n] = p;
+      ++n;
+    }
+    if (!fill) t_ptr[q] = n;
+  }
+};
+
 // per global node its row q of T, or -1 (BodyModeApplyStepOp), made on the backend from the
 // record: a launch over the nodes (the listed ones' slots, node_slot), then one over the halo
 // (row listed + h for halo node h)

@@ -3,6 +3,8 @@
 #include "models/cond/cond_body_modes.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <limits>
 
 #include "condsim/error.h"
@@ -183,12 +185,11 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
 }
 
 void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) const {
-  used->t_ptr.assign(1, 0);
   used->c_off.assign(1, 0);
   used->halo.clear();
   // rows of T: the listed nodes (to their own body's patches), then the halo: nodes left out
-  // whose row reaches a patch (to every patch it reaches)
-  const Index listed = static_cast<Index>(used->node.size());
+  // whose row reaches a patch (to every patch it reaches); the patches of each row are found on
+  // the backend (BodyModeCouplingOp, Prepare)
   // halo candidates: nodes of contacts with the static world or between nodes without their own
   // Gamma; a node on a rigid or barycentric virtual node's contact, a barycentric host or a
   // virtual node keeps the old stale row (measured: the soft gripper's squeeze took 15-20 % more
@@ -208,17 +209,6 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
         used->halo.push_back(i);
         break;
       }
-  }
-  for (Index q = 0; q < listed + static_cast<Index>(used->halo.size()); ++q) {
-    const Index i = q < listed ? used->node[q] : used->halo[q - listed];
-    const Index body = q < listed ? used->patch_body[std::size_t(used->node_patch[i])] : -1;
-    const Index first = used->t_ptr.back();
-    for (Index k = pattern.row_ptr[i]; k < pattern.row_ptr[i + 1]; ++k) {
-      const Index p = used->node_patch[pattern.col_idx[k]];
-      if (p < 0 || (body >= 0 && used->patch_body[std::size_t(p)] != body)) continue;
-      if (std::find(used->t_patch.begin() + first, used->t_patch.end(), p) == used->t_patch.end()) used->t_patch.push_back(p);
-    }
-    used->t_ptr.push_back(static_cast<Index>(used->t_patch.size()));
   }
   const Index bodies = static_cast<Index>(used->body_ptr.size()) - 1;
   for (Index body = 0; body < bodies; ++body) {
@@ -343,7 +333,9 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // are gathered on the backend every solve
   // node_patch and node_slot (an entry per node of A) are made on the backend from node and ptr
   // (BodyModeNodeMapOp), never uploaded
-  const auto derived = [&used](const void* field) { return field == &used.node_patch || field == &used.node_slot; };
+  const auto derived = [&used](const void* field) {
+    return field == &used.node_patch || field == &used.node_slot || field == &used.t_ptr || field == &used.t_patch;
+  };
   bool same_structure = true;
 #define CONDSIM_BODY_MODE_SAME(T, name)                                                                                    \
   same_structure = same_structure && (&used.name == static_cast<const void*>(&used.arm) || derived(&used.name) || \
@@ -352,6 +344,10 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
 #undef CONDSIM_BODY_MODE_SAME
   same_structure = same_structure && used.arm.size() == uploaded_.arm.size();
   bool remap = used.node != uploaded_.node || used.ptr != uploaded_.ptr || mapped_nodes_ != ctx_->nodes;
+  // (A's pattern keyed as the chains key it, with its size as well)
+  const std::array<std::uint64_t, 4> pattern_key{reinterpret_cast<std::uintptr_t>(&a), a.pattern_version(),
+                                                 std::uint64_t(a.pattern().rows()), std::uint64_t(a.pattern().nnz_blocks())};
+  bool recouple = remap || used.halo != uploaded_.halo || used.patch_body != uploaded_.patch_body || pattern_key != coupled_pattern_;
   Backend* b = ctx_->backend;
   if (!same_structure) {
     // the fields that changed go up alone when they are a small part of the record (the free
@@ -370,7 +366,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
       CONDSIM_BODY_MODE_FIELDS(CONDSIM_BODY_MODE_ASSIGN)
 #undef CONDSIM_BODY_MODE_ASSIGN
     } else {
-      // (the maps left empty there, made below)
+      // (the maps left empty there, made below; the host never makes t_ptr and t_patch)
       std::vector<Index> patch_map, slot_map;
       patch_map.swap(used.node_patch);
       slot_map.swap(used.node_slot);
@@ -378,6 +374,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
       patch_map.swap(used.node_patch);
       slot_map.swap(used.node_slot);
       remap = true;
+      recouple = true;
     }
     uploaded_ = used;
   } else if (used.arm != uploaded_.arm) {
@@ -394,12 +391,24 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     ctx_->kernels->BodyModeNodeMap(listed_, listed);
     mapped_nodes_ = ctx_->nodes;
   }
+  if (recouple) {
+    // t_ptr by a count per row and a scan (its total, 4 B, read back: the size of T), then t_patch
+    arrays_.t_ptr.Resize(b, rows_ + 1);
+    BodyModeCouplingOp coupling{arrays_.view(), listed_, rows_, a.row_ptr().data(), a.col_idx().data(), false, arrays_.t_ptr.data(), nullptr};
+    ctx_->kernels->BodyModeCoupling(rows_ + 1, coupling);
+    t_entries_ = b->ExclusiveScan(rows_ + 1, arrays_.t_ptr, &arrays_.t_ptr);
+    arrays_.t_patch.Resize(b, t_entries_);
+    coupling.fill = true;
+    coupling.t_patch = arrays_.t_patch.data();
+    ctx_->kernels->BodyModeCoupling(rows_, coupling);
+    coupled_pattern_ = pattern_key;
+  }
   if (modes_.device_arm != nullptr) {
     arrays_.arm.Resize(b, 3 * listed_);
     ctx_->kernels->BodyModeGatherArm(listed_,
                                      BodyModeGatherArmOp{arrays_.view(), source_.data(), modes_.device_arm->data(), arrays_.arm.data()});
   }
-  if (t_.size() < 18 * used.t_ptr.back()) t_.Resize(b, 18 * used.t_ptr.back());
+  if (t_.size() < 18 * t_entries_) t_.Resize(b, 18 * t_entries_);
   g_.Resize(b, 6 * num_patches_);
   // the chunks of any selection of modes_' nodes fit (no allocation when contact nodes leave)
   partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeMinChunk + modes_.size() + 1), false);

@@ -14,6 +14,8 @@
 // "Truncated modes").
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -132,9 +134,8 @@ class CondBodyModes : public CondComponent {
   // this solve's patches: the listed nodes that the contact step does not touch, patches of at
   // least 4 such nodes; fills host's ptr, node, arm, node_patch, node_slot, patch_body, body_ptr
   void SelectPatches(BodyModeHost* host) const;
-  // the halo (nodes left out whose row of A reaches a patch); per row of T (listed nodes, then
-  // the halo) the patches its row of A reaches (t_ptr, t_patch); per body its coarse matrix's
-  // offset (c_off)
+  // the halo (nodes left out whose row of A reaches a patch) and per body its coarse matrix's
+  // offset (c_off); the patches each row of T reaches (t_ptr, t_patch) are made on the backend
   void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
 
   // whether this solve's patches may list idle contact nodes (truncated modes)
@@ -184,6 +185,8 @@ class CondBodyModes : public CondComponent {
   std::vector<int> coarse_age_;                 // per body of modes_ (-1: no inverse yet)
   BodyModeHost uploaded_;   // what arrays_ holds (its node_patch and node_slot made there: BodyModeNodeMapOp)
   Index mapped_nodes_ = -1;  // the nodes of A those maps were made for
+  std::array<std::uint64_t, 4> coupled_pattern_{};  // A (address, pattern version, rows, blocks) t_ptr and t_patch were made for
+  Index t_entries_ = 0;                // entries of t_patch (T holds 18 scalars per entry)
   Array<Index> source_;      // device arms: per node of A its entry in modes_ (-1: none)
 };
 
