@@ -332,7 +332,8 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // alone when only they changed (the World takes them from the current positions); device arms
   // are gathered on the backend every solve
   // node_patch and node_slot (an entry per node of A) are made on the backend from node and ptr
-  // (BodyModeNodeMapOp), never uploaded
+  // (BodyModeNodeMapOp), t_ptr and t_patch from the record and A's pattern (BodyModeCouplingOp):
+  // never uploaded
   const auto derived = [&used](const void* field) {
     return field == &used.node_patch || field == &used.node_slot || field == &used.t_ptr || field == &used.t_patch;
   };

@@ -123,8 +123,9 @@ class CondBodyModes : public CondComponent {
   // inverses when that set changed
   // the rebuilds at the refreshes; returns whether the patches changed
   bool Refresh(int l, const Array<Scalar>& v);
-  // truncated modes: before each solve's loop, the backend scalar (a slot of the solver's check
-  // buffer, read at each convergence check) where a cut step asks for a refresh; cleared here
+  // before each solve's loop: with truncated modes, the backend scalar (a slot of the solver's
+  // check buffer, read at each convergence check) where a cut step asks for a refresh, cleared
+  // here; without them none (refresh_flag_set() is false)
   void StartSolve(Scalar* refresh_flag);
   // the check found the request: refresh at the next iteration that may (and clear the flag)
   void RefreshRequested();

@@ -241,8 +241,8 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     env_nu_.Resize(b, ctx_.num_envs);
     env_theta2_.Resize(b, ctx_.num_envs);
     env_chebyshev_.Resize(b, ctx_.num_envs);
-    // (truncated modes: one more slot, the body modes' refresh request, read with the rest)
-    env_check_.Resize(b, 3 * ctx_.num_envs + (params_.truncated_modes ? 1 : 0));
+    // (one more slot: the truncated modes' refresh request, read with the rest when they run)
+    env_check_.Resize(b, 3 * ctx_.num_envs + 1);
     ctx_.env_active.Resize(b, ctx_.num_envs);
     row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
@@ -404,8 +404,10 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   std::vector<unsigned char> failed;
   double worst = 0;
   if (check) {
-    loop->check = env_check_.ToHost();
-    if (modes_.refresh_flag_set() && loop->check[std::size_t(3 * ne)] != 0) modes_.RefreshRequested();
+    const bool flag = modes_.refresh_flag_set();
+    loop->check.resize(std::size_t(3 * ne + (flag ? 1 : 0)));
+    backend_->CopyToHost(loop->check.data(), env_check_.data(), sizeof(Scalar) * loop->check.size());
+    if (flag && loop->check[std::size_t(3 * ne)] != 0) modes_.RefreshRequested();
     st->chebyshev_restarts = 0;
     for (Index e = 0; e < ne; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ne + e)]);
     bool changed = false;
@@ -534,7 +536,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   setup_range.End();
   ProfileRange loop_range("cond loop");
   const BackendCounters c0 = backend_->counters();
-  if (params_.truncated_modes) modes_.StartSolve(env_check_.data() + 3 * ne);
+  modes_.StartSolve(env_check_.data() + 3 * ne);
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
     // truncated modes: the patches re-chosen from the last iteration's impulses

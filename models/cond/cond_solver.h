@@ -213,7 +213,8 @@ class CondSolver {
   bool contacts_dirty_ = true;
   // per DOF / per environment arrays of the loop
   Array<Scalar> v_prev_, diff_, env_nu_, env_theta2_;
-  Array<Scalar> env_check_;  // per environment theta^2, the Chebyshev restarts, failed (one read)
+  Array<Scalar> env_check_;  // per environment theta^2, the Chebyshev restarts, failed; then the truncated
+                             // modes' refresh request (one read at a check)
   Array<CondChebyshevEnv> env_chebyshev_;  // per environment the Chebyshev state (chebyshev_state_ops.h)
   Array<unsigned char> row_active_;  // per node: its environment still iterates (num_envs > 1)
   // the fused passes (cond_ops.h: CondResidualOp, CondChebyshevThetaCommitOp): on the CPU with
