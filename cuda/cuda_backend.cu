@@ -1,11 +1,10 @@
 // The CUDA backend: device memory, the shared functors through cuda::ParallelFor, CUB
 // reductions, and cuSPARSE SpMV (CSR or BSR) or condsim's own row-loop SpMV.
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cusparse.h>
-#include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/sort.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <cmath>
@@ -273,15 +272,22 @@ class CudaBackend final : public Backend {
     return prefix + last;
   }
   void DoSortPairs(Index n, std::uint64_t* keys, Index* values) override {
-    // Thrust reports failures (its temporary allocation included) as thrust::system_error
-    try {
-      thrust::stable_sort_by_key(thrust::cuda::par.on(stream_), keys, keys + n, values);
-    } catch (const std::exception& e) {
-      cudaGetLastError();
-      throw Error(std::string("cuda backend: sorting ") + std::to_string(n) + " key/value pairs failed: " + e.what());
-    }
-    CONDSIM_CUDA_CHECK(cudaGetLastError());
+    // CUB's radix sort (stable) into the kept scratch buffer, copied back in stream order: no
+    // allocation once the buffer holds n pairs (Thrust's sort allocated its temporaries per call)
+    const std::size_t key_bytes = Aligned(sizeof(std::uint64_t) * std::size_t(n));
+    const std::size_t value_bytes = Aligned(sizeof(Index) * std::size_t(n));
+    std::size_t bytes = 0;
+    CONDSIM_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, keys, values, values, n, 0, 64, stream_));
+    char* tmp = static_cast<char*>(Scratch(key_bytes + value_bytes + bytes));
+    auto* keys_out = reinterpret_cast<std::uint64_t*>(tmp);
+    auto* values_out = reinterpret_cast<Index*>(tmp + key_bytes);
+    CONDSIM_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(tmp + key_bytes + value_bytes, bytes, keys, keys_out, values, values_out, n, 0,
+                                                       64, stream_));
+    CONDSIM_CUDA_CHECK(cudaMemcpyAsync(keys, keys_out, sizeof(std::uint64_t) * std::size_t(n), cudaMemcpyDeviceToDevice, stream_));
+    CONDSIM_CUDA_CHECK(cudaMemcpyAsync(values, values_out, sizeof(Index) * std::size_t(n), cudaMemcpyDeviceToDevice, stream_));
   }
+  // bytes rounded up to 256 (the alignment CUB wants of its temporary storage)
+  static std::size_t Aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
  private:
   void* Scratch(std::size_t bytes) { return Buffer(&scratch_, &scratch_bytes_, bytes); }

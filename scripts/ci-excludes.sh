@@ -18,15 +18,23 @@ GUARD_EXCLUDE=${GUARD_EXCLUDE-'^(cli\.batch_(kill9|sigint).*|cli\.batch_(shards|
 'CondBodyModes\.SameFixedPointInFewerIterations|World\.BoxSlidingMatchesAnalyticLawTableI|WorldMomentum\.CableCable|Scene\.SoftMatFoldingSceneFoldsWithoutPenetration|World\.AnisotropicFrictionFollowsMaximalDissipation|WorldFemContact\.StackedCubesCarryTheWeight|Scene\.SoftBallGrippingSceneLiftsTheBall|WorldFemSpin\.FastSpinStaysBounded|WorldRigidContact\.SoftBlockCarriesThePlate)$'}
 
 # ASan/UBSan (sanitizers.sh): the tests over 25 s each there (295 of the stage's 830 s of test
-# CPU); the batch tests with signals stay (their host code is what ASan checks).
-ASAN_EXCLUDE=${ASAN_EXCLUDE-'^(scripts\.gpu_session|FemCantilever\.TipDeflectionConvergesToEulerBernoulli|Scene\.SoftMatFoldingSceneFoldsWithoutPenetration|ResidentStep\.GrowingContactsAllocateNothingAfterTheFirstStep|WorldBatchFailure\.FailedFemEnvironmentIsFrozen|Scene\.SoftGripperSceneLiftsTheCube|Gripper\.LiftsSoftBallAndHoldsItWithoutSlip)$'}
+# CPU); 2026-11-28, the stage at 512 s wall: the ones over 40 s (the soft-ball batch scene, the
+# cable loop, the ball scene, a stiff cable, the envs3/group2 variants of cli.batch_kill9: 350 s).
+# cli.batch_kill9 and cli.batch_sigint stay (their host code is what ASan checks).
+ASAN_EXCLUDE=${ASAN_EXCLUDE-'^(scripts\.gpu_session|FemCantilever\.TipDeflectionConvergesToEulerBernoulli|Scene\.SoftMatFoldingSceneFoldsWithoutPenetration|ResidentStep\.GrowingContactsAllocateNothingAfterTheFirstStep|WorldBatchFailure\.FailedFemEnvironmentIsFrozen|Scene\.SoftGripperSceneLiftsTheCube|Gripper\.LiftsSoftBallAndHoldsItWithoutSlip|'\
+'Scenes/WorldBatch\.EnvironmentsStepAsAlone/softXballXgripping .*|WorldRodContact\.CableLoopRestsOnItself|Scene\.SoftBallGrippingSceneLiftsTheBall|RodDynamics\.StiffThinCableWithScaledGeometricStiffness|cli\.batch_kill9_envs3|cli\.batch_kill9_group2)$'}
 
 # ThreadSanitizer with Archer (tsan.sh): TSan makes the tests 5-10x slower; the ones over 40 s
-# each there (760 of the stage's 1550 s), the gpu-session script and the soft-ball batch scene.
+# each there (760 of the stage's 1550 s), the gpu-session script and the soft-ball batch scene;
+# 2026-11-28, the stage at 539 s wall: the ones over 40 s (the two stiff cables, the body modes'
+# fixed point, the cable batch scene, the envs3/group2 variants of cli.batch_kill9: 285 s).
 TSAN_EXCLUDE=${TSAN_EXCLUDE-'^(FemCantilever\.TipDeflectionConvergesToEulerBernoulli|Scenes/WorldBatch\.EnvironmentsStepAsAlone/softXballXgripping .*|scripts\.gpu_session|Scene\.SoftMatFoldingSceneFoldsWithoutPenetration|Scene\.SoftGripperSceneLiftsTheCube|WorldBatchFailure\.FailedFemEnvironmentIsFrozen|'\
-'WorldRodContact\.CableLoopRestsOnItself|World\.StaticFrictionCreepsAtForceOverKv|Gripper\.LiftsSoftBallAndHoldsItWithoutSlip|Scene\.SoftBallGrippingSceneLiftsTheBall|WorldCoupling\.CableDrapesOverFemBlockAndRigidBox|ResidentStep\.GrowingContactsAllocateNothingAfterTheFirstStep|CondChains\.ContactNodesInsideAChainStayExact|FemDynamics\.FreeFlightConservesMomentumAndDoesNotGainEnergy)$'}
+'WorldRodContact\.CableLoopRestsOnItself|World\.StaticFrictionCreepsAtForceOverKv|Gripper\.LiftsSoftBallAndHoldsItWithoutSlip|Scene\.SoftBallGrippingSceneLiftsTheBall|WorldCoupling\.CableDrapesOverFemBlockAndRigidBox|ResidentStep\.GrowingContactsAllocateNothingAfterTheFirstStep|CondChains\.ContactNodesInsideAChainStayExact|FemDynamics\.FreeFlightConservesMomentumAndDoesNotGainEnergy|'\
+'RodDynamics\.StiffThinCableSwingsWithoutBlowingUp|RodDynamics\.StiffThinCableWithScaledGeometricStiffness|CondBodyModes\.SameFixedPointInFewerIterations|'\
+'Scenes/WorldBatch\.EnvironmentsStepAsAlone/cableXwinding .*|cli\.batch_kill9_envs3|cli\.batch_kill9_group2)$'}
 
-# every test some stage leaves out
+# every test some stage leaves out (ctest's regular expressions hold at most 9 groups in all: the
+# lists spell names out rather than nest groups; scripts/threads-check.sh fails when they break)
 ci_excluded_union() {
   printf '%s|%s|%s' "${GUARD_EXCLUDE:-^$}" "${ASAN_EXCLUDE:-^$}" "${TSAN_EXCLUDE:-^$}"
 }

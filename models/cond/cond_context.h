@@ -33,10 +33,11 @@ struct CondContext {
   Array<Scalar> perm_x, perm_y;     // scratch of EnvDot
   Array<unsigned char> env_active;  // per environment: still iterating
   std::vector<unsigned char> env_enabled;  // per environment: iterated at all (SetEnabledEnvironments)
-  // the contacts, colored (no two contacts of a color share a node), and their impulses
+  // the contacts, colored (no two contacts of a color share a node: ColorContacts' order, made on
+  // the backend; the colors' bounds on the host for the launches), and their impulses
   ContactSet contacts_host;
   ContactArrays contacts;
-  std::vector<Index> color_ptr, color_order_host;
+  std::vector<Index> color_ptr;
   Array<Index> order;
   Array<Scalar> lambda;  // 3 per contact (n, t1, t2)
   // per DOF: W (a diagonal), r = A v - b, the iterate u being built, and the contact forces

@@ -7,6 +7,7 @@
 #include "models/cond/chain_ops.h"
 #include "models/cond/chebyshev_state_ops.h"
 #include "models/cond/cond_ops.h"
+#include "models/cond/contact_color_ops.h"
 #include "models/cond/rigid_ops.h"
 #include "models/kernel_set.h"
 
@@ -22,7 +23,8 @@ class CondKernels
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
                        BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
-                       CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp> {
+                       CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp, ContactNodeKeyOp, ContactKeyPtrOp,
+                       ContactColorRoundOp, ContactColorKeyOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -104,6 +106,10 @@ class CondKernels
   void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
   void BodyModeApplyStep(Index nodes, const BodyModeApplyStepOp& op) { Run(nodes, op); }
   void BodyModeRow(Index items, const BodyModeRowOp& op) { Run(items, op); }
+  void ContactNodeKey(Index contacts, const ContactNodeKeyOp& op) { Run(contacts, op); }
+  void ContactKeyPtr(Index items, const ContactKeyPtrOp& op) { Run(items, op); }
+  void ContactColorRound(Index contacts, const ContactColorRoundOp& op) { Run(contacts, op); }
+  void ContactColorKey(Index contacts, const ContactColorKeyOp& op) { Run(contacts, op); }
 };
 
 }  // namespace condsim

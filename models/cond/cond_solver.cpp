@@ -103,6 +103,7 @@ CondSolver::CondSolver(Backend* backend, const CondParams& params)
   ctx_.backend = backend_;
   ctx_.kernels = kernels_.get();
   ctx_.params = &params_;
+  coloring_ = std::make_unique<ContactColoringDevice>(backend_, kernels_.get());
 }
 
 CondSolver::~CondSolver() = default;
@@ -136,12 +137,10 @@ void CondSolver::SetContacts(const ContactSet& contacts) {
   for (Index j : contacts.node_j) max_node = std::max(max_node, j);
   CONDSIM_CHECK(contacts.node_i.size() == contacts.node_j.size() && contacts.frame.size() == 9 * contacts.node_i.size(),
                 "contacts: arrays have inconsistent lengths");
-  const ContactColoring coloring = ColorContacts(contacts, max_node + 1);
   ctx_.contacts_host = contacts;
-  ctx_.color_ptr = coloring.color_ptr;
-  ctx_.color_order_host = coloring.order;
   ctx_.contacts.Upload(backend_, contacts);
-  ctx_.order.Assign(backend_, coloring.order);
+  // the colors (ColorContacts' order) made on the backend from the uploaded nodes
+  coloring_->Color(ctx_.contacts.node_i, ctx_.contacts.node_j, contacts.size(), max_node + 1, &ctx_.order, &ctx_.color_ptr);
   ctx_.lambda.Resize(backend_, CheckedIndex(contacts.frame.size() / 3, "contacts: impulses"));
   backend_->Fill(0, &ctx_.lambda);
   contacts_dirty_ = true;
@@ -152,6 +151,7 @@ void CondSolver::Reserve(const ContactBounds& bounds, Index max_nodes) {
   const Index n = 3 * max_nodes, c = bounds.contacts;
   ctx_.contacts.Reserve(b, 9 * c);  // the largest field: frame, 9 per contact
   ctx_.order.Reserve(b, c);
+  coloring_->Reserve(c, max_nodes);
   ctx_.lambda.Reserve(b, 3 * c);
   ctx_.in_contact.Reserve(b, max_nodes);
   ctx_.node_env.Reserve(b, max_nodes);

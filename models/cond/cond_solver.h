@@ -24,6 +24,7 @@
 #include "models/cond/cond_ops.h"
 #include "models/cond/cond_rigid.h"
 #include "models/cond/cond_step_size.h"
+#include "models/cond/contact_coloring.h"
 #include "models/cond/projection.h"
 
 namespace condsim {
@@ -242,6 +243,7 @@ class CondSolver {
   std::vector<double> body_mass_, body_nodes_;
   std::vector<Index> body_env_;
   bool mass_dirty_ = false;
+  std::unique_ptr<ContactColoringDevice> coloring_;  // the contacts' colors, made on the backend
   CondStepSize step_{&ctx_};
   CondBarycentric bary_{&ctx_};
   CondRigidGroups rigid_{&ctx_};
