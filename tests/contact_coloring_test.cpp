@@ -10,6 +10,7 @@
 #include "condsim/backend.h"
 #include "condsim/contacts.h"
 #include "models/cond/cond_kernels.h"
+#include "models/cond/cond_solver.h"
 #include "models/cond/contact_coloring.h"
 #include "test_util.h"
 
@@ -122,6 +123,30 @@ TEST(ContactColoring, StarsChainsAndNoContacts) {
     }
     EXPECT_EQ(ExpectHostColoring(Nodes(i, j), 101, threads), 30);
   }
+}
+
+// the solver's SetContacts moves the contact record (one upload) and reads the colors' bounds
+// (one download of kReadSlots + 1 indices); before, it also uploaded the colored order made on
+// the host (4 B per contact)
+TEST(ContactColoring, SetContactsUploadsTheRecordOnly) {
+  // 300 contacts on 200 nodes i (100 of them with two: two colors, two rounds), the D-contacts'
+  // nodes j apart
+  std::vector<Index> i, j;
+  for (Index m = 0; m < 300; ++m) {
+    i.push_back(m % 200);
+    j.push_back(m % 2 == 0 ? -1 : 1000 + m);
+  }
+  const ContactSet c = Nodes(i, j);
+  const std::unique_ptr<Backend> b = MakeBackend(BackendChoice::kCpu, BackendOptions()).backend;
+  CondSolver solver(b.get(), CondParams());
+  solver.SetContacts(c);  // the first call sizes the arrays
+  const BackendCounters c0 = b->counters();
+  solver.SetContacts(c);
+  const BackendCounters moved = b->counters() - c0;
+  EXPECT_EQ(moved.uploads, 1);
+  EXPECT_EQ(moved.allocations, 0);
+  EXPECT_EQ(moved.downloads, 1);
+  EXPECT_EQ(moved.download_bytes, std::int64_t(sizeof(Index)) * (ContactColoringDevice::kReadSlots + 1));
 }
 
 }  // namespace
