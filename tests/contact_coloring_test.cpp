@@ -125,6 +125,46 @@ TEST(ContactColoring, StarsChainsAndNoContacts) {
   }
 }
 
+// the contact step's node flags made on the backend from the coloring's nodes (ContactNodeFlagOp,
+// CondSolver::PrepareContacts) against the host's loop over the contacts plus a component's listed
+// nodes (barycentric hosts), bitwise, on 1 and 2 threads; nodes past the contacts' and listed
+// nodes past A's nodes included
+TEST(ContactColoring, ContactNodeFlagsEqualTheHostFlags) {
+  auto rng = test::Rng();
+  const Index covered = 700, nodes = 900;
+  std::uniform_int_distribution<Index> node(0, covered - 1);
+  std::vector<Index> i, j;
+  for (Index m = 0; m < 400; ++m) {
+    const Index a = node(rng);
+    i.push_back(a);
+    j.push_back(m % 3 == 0 ? -1 : (a + 1 + node(rng) % (covered - 1)) % covered);
+  }
+  const ContactSet c = Nodes(i, j);
+  const std::vector<Index> listed{3, 650, 720, 899, 950};  // 950: not a node of A
+  std::vector<unsigned char> host(std::size_t(nodes), 0);
+  for (Index m = 0; m < c.size(); ++m) {
+    host[std::size_t(i[std::size_t(m)])] = 1;
+    if (j[std::size_t(m)] >= 0) host[std::size_t(j[std::size_t(m)])] = 1;
+  }
+  for (Index k : listed)
+    if (k < nodes) host[std::size_t(k)] = 1;
+  for (int threads : {1, 2}) {
+    BackendOptions o;
+    o.cpu_threads = threads;
+    const std::unique_ptr<Backend> b = MakeBackend(BackendChoice::kCpu, o).backend;
+    const std::unique_ptr<CondKernels> k = MakeKernels<CondKernels>(*b);
+    const Array<Index> node_i(b.get(), c.node_i), node_j(b.get(), c.node_j), listed_d(b.get(), listed);
+    ContactColoringDevice coloring(b.get(), k.get());
+    Array<Index> order(b.get(), 0);
+    std::vector<Index> color_ptr;
+    coloring.Color(node_i, node_j, c.size(), covered, &order, &color_ptr);
+    Array<unsigned char> flag(b.get(), nodes);
+    k->ContactNodeFlag(nodes, ContactNodeFlagOp{coloring.node_ptr().data(), coloring.covered(), nullptr, 0, false, flag.data()});
+    k->ContactNodeFlag(Index(listed.size()), ContactNodeFlagOp{nullptr, 0, listed_d.data(), nodes, true, flag.data()});
+    EXPECT_EQ(flag.ToHost(), host) << threads << " threads";
+  }
+}
+
 // the solver's SetContacts moves the contact record (one upload) and reads the colors' bounds
 // (one download of kReadSlots + 1 indices); before, it also uploaded the colored order made on
 // the host (4 B per contact)

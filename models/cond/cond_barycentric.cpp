@@ -75,6 +75,10 @@ void CondBarycentric::MarkContactNodes(std::vector<unsigned char>* contact) cons
     if (a < ctx_->nodes) (*contact)[a] = 1;
 }
 
+void CondBarycentric::MarkContactNodesOnBackend(Array<unsigned char>* contact) const {
+  ctx_->kernels->ContactNodeFlag(num_hosts_, ContactNodeFlagOp{nullptr, 0, arrays_.hnode.data(), ctx_->nodes, true, contact->data()});
+}
+
 void CondBarycentric::Reserve(const ContactBounds& bounds) {
   // every field holds at most one entry per host entry (entries, hosts, incidences) or per
   // virtual node, plus one (the pointer arrays)

@@ -37,6 +37,7 @@ class CondBarycentric : public CondComponent {
   void Check() const override;
   void MarkOwnGamma(std::vector<unsigned char>* own) const override;
   void MarkContactNodes(std::vector<unsigned char>* contact) const override;
+  void MarkContactNodesOnBackend(Array<unsigned char>* contact) const override;
   void OnContacts() override;
   void RowSums(DeviceBlockMatrix& a, const FrobeniusSums& sums) override;
   void SetGamma() override;

@@ -81,6 +81,8 @@ class CondComponent {
   // a Frobenius group), then nodes the contact step touches, then its own contact data
   virtual void MarkOwnGamma(std::vector<unsigned char>* /*own*/) const {}
   virtual void MarkContactNodes(std::vector<unsigned char>* /*contact*/) const {}
+  // the same nodes in the backend's flags (CondContext::in_contact)
+  virtual void MarkContactNodesOnBackend(Array<unsigned char>* /*contact*/) const {}
   virtual void OnContacts() {}
   // per new W: its nodes' rows of A in the Frobenius sums, then W (Gamma) on its own nodes
   virtual void RowSums(DeviceBlockMatrix& /*a*/, const FrobeniusSums& /*sums*/) {}

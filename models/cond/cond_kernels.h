@@ -24,7 +24,7 @@ class CondKernels
                        BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp, ContactNodeKeyOp, ContactKeyPtrOp,
-                       ContactColorRoundOp, ContactColorKeyOp> {
+                       ContactColorRoundOp, ContactColorKeyOp, ContactNodeFlagOp> {
  public:
   void FpiStep(Index n, const Scalar* v, const Scalar* w, const Scalar* r, Scalar* u) {
     Run(n, FpiStepOp{v, w, r, u});
@@ -110,6 +110,7 @@ class CondKernels
   void ContactKeyPtr(Index items, const ContactKeyPtrOp& op) { Run(items, op); }
   void ContactColorRound(Index contacts, const ContactColorRoundOp& op) { Run(contacts, op); }
   void ContactColorKey(Index contacts, const ContactColorKeyOp& op) { Run(contacts, op); }
+  void ContactNodeFlag(Index items, const ContactNodeFlagOp& op) { Run(items, op); }
 };
 
 }  // namespace condsim

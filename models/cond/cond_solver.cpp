@@ -276,7 +276,12 @@ void CondSolver::PrepareContacts() {
     c->MarkContactNodes(&contact);
   }
   step_.Group(ctx_.own_gamma_host);
-  ctx_.in_contact.Assign(backend_, contact);
+  // the same flags made on the backend from the coloring's nodes (nothing uploaded)
+  ctx_.in_contact.Resize(backend_, ctx_.nodes);
+  kernels_->ContactNodeFlag(ctx_.nodes, ContactNodeFlagOp{coloring_->node_ptr().data(), std::min(coloring_->covered(), ctx_.nodes), nullptr, 0,
+                                                          false, ctx_.in_contact.data()});
+  for (CondComponent* c : parts_)
+    if (c->active()) c->MarkContactNodesOnBackend(&ctx_.in_contact);
   ctx_.in_contact_host = std::move(contact);
   for (CondComponent* c : parts_)
     if (c->active()) c->OnContacts();

@@ -89,6 +89,27 @@ struct ContactColorRoundOp {
   }
 };
 
+// the contact step's node flags on the backend (CondContext::in_contact): `mark` false, items all
+// nodes: 1 where a contact holds node k (node_ptr over the `covered` nodes, ContactKeyPtrOp; none
+// beyond), else 0; `mark` true, items the listed nodes: 1 at node[k] when it is one of the
+// `nodes` (a component's extra nodes, CondComponent::MarkContactNodesOnBackend; listed once each)
+struct ContactNodeFlagOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* node_ptr;
+  Index covered;
+  const Index* node;  // `mark`: the listed nodes
+  Index nodes;
+  bool mark;
+  unsigned char* flag;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (mark) {
+      if (node[k] < nodes) flag[node[k]] = 1;
+      return;
+    }
+    flag[k] = k < covered && node_ptr[k + 1] > node_ptr[k] ? 1 : 0;
+  }
+};
+
 // sort keys of the colored contacts: color << 32 | m with value m; sorted, the values are the
 // contacts color by color, ascending within a color (ColorContacts' order)
 struct ContactColorKeyOp {

@@ -22,6 +22,7 @@ void ContactColoringDevice::Color(const Array<Index>& node_i, const Array<Index>
   CONDSIM_CHECK(n >= 0 && n <= node_i.size() && n <= node_j.size(), "contact coloring: " << n << " contacts exceed the node arrays");
   order->Resize(b, n);
   rounds_ = 0;
+  covered_ = n > 0 ? nodes : 0;
   if (n == 0) {
     color_ptr->assign(1, 0);
     return;

@@ -28,6 +28,11 @@ class ContactColoringDevice {
              std::vector<Index>* color_ptr);
   // rounds of the last Color (kBlindRounds, or more when its contacts needed more)
   int rounds() const { return rounds_; }
+  // the last Color's nodes: node k's contacts are node_contact()[node_ptr()[k] .. node_ptr()[k + 1])
+  // for k below covered() (its `nodes`; 0 without contacts)
+  const Array<Index>& node_ptr() const { return node_ptr_; }
+  const Array<Index>& node_contact() const { return node_contact_; }
+  Index covered() const { return covered_; }
 
  private:
   Backend* backend_;
@@ -37,6 +42,7 @@ class ContactColoringDevice {
   Array<Index> color_[2], pending_;      // per contact
   Array<Index> color_ptr_;               // the colors' bounds
   int rounds_ = 0;
+  Index covered_ = 0;
 };
 
 }  // namespace condsim
