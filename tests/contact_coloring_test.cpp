@@ -43,10 +43,10 @@ int Depth(const ContactSet& c, Index nodes) {
 // ColorContacts; the coloring uploads nothing and, when kBlindRounds rounds suffice and the
 // colors fit kReadSlots, reads the bounds once (kReadSlots + 1 indices); else one index more
 // per further round (and one to see that none waits) and all the bounds again. Returns the rounds
-int ExpectHostColoring(const ContactSet& c, Index nodes, int threads) {
+int ExpectHostColoring(const ContactSet& c, Index nodes, int threads, BackendChoice backend = BackendChoice::kCpu) {
   BackendOptions o;
   o.cpu_threads = threads;
-  const std::unique_ptr<Backend> b = MakeBackend(BackendChoice::kCpu, o).backend;
+  const std::unique_ptr<Backend> b = MakeBackend(backend, o).backend;
   const std::unique_ptr<CondKernels> k = MakeKernels<CondKernels>(*b);
   const Array<Index> node_i(b.get(), c.node_i), node_j(b.get(), c.node_j);
   ContactColoringDevice coloring(b.get(), k.get());
@@ -76,22 +76,27 @@ int ExpectHostColoring(const ContactSet& c, Index nodes, int threads) {
   return coloring.rounds();
 }
 
-// random S- and D-contacts on few nodes (up to ~20 contacts a node: many colors, several
-// rounds), each contact's nodes distinct, on 1 and 2 threads
+// 3000 random S- and D-contacts on `nodes` nodes, each contact's nodes distinct
+ContactSet RandomContacts(std::mt19937_64& rng, Index nodes) {
+  std::uniform_int_distribution<Index> node(0, nodes - 1);
+  std::bernoulli_distribution s_contact(0.4);
+  std::vector<Index> i, j;
+  for (Index m = 0; m < 3000; ++m) {
+    const Index a = node(rng);
+    Index other = node(rng);
+    while (other == a) other = node(rng);
+    i.push_back(a);
+    j.push_back(s_contact(rng) ? -1 : other);
+  }
+  return Nodes(i, j);
+}
+
+// random contacts on few nodes (60: up to ~20 contacts a node, many colors, several rounds), on
+// 1 and 2 threads
 TEST(ContactColoring, BackendColorsEqualTheHostGreedyColoring) {
   auto rng = test::Rng();
   for (const Index nodes : {60, 400, 5000}) {
-    std::uniform_int_distribution<Index> node(0, nodes - 1);
-    std::bernoulli_distribution s_contact(0.4);
-    std::vector<Index> i, j;
-    for (Index m = 0; m < 3000; ++m) {
-      const Index a = node(rng);
-      Index other = node(rng);
-      while (other == a) other = node(rng);
-      i.push_back(a);
-      j.push_back(s_contact(rng) ? -1 : other);
-    }
-    const ContactSet c = Nodes(i, j);
+    const ContactSet c = RandomContacts(rng, nodes);
     for (int threads : {1, 2}) {
       const int rounds = ExpectHostColoring(c, nodes, threads);
       if (nodes == 60) {
@@ -123,6 +128,15 @@ TEST(ContactColoring, StarsChainsAndNoContacts) {
     }
     EXPECT_EQ(ExpectHostColoring(Nodes(i, j), 101, threads), 30);
   }
+}
+
+// the same on the CUDA backend (its radix sort and launches): ColorContacts' order, bitwise, and
+// the same transfers
+TEST(ContactColoring, CudaColorsEqualTheHostGreedyColoring) {
+  CONDSIM_REQUIRE_CUDA_OR_SKIP();
+  auto rng = test::Rng();
+  for (const Index nodes : {60, 400, 5000}) ExpectHostColoring(RandomContacts(rng, nodes), nodes, 1, BackendChoice::kCuda);
+  ExpectHostColoring(ContactSet(), 1, 1, BackendChoice::kCuda);
 }
 
 // the contact step's node flags made on the backend from the coloring's nodes (ContactNodeFlagOp,
