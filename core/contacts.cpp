@@ -51,14 +51,16 @@ void ContactSet::Validate(const std::vector<Index>& node_env, bool isotropic_onl
   }
 }
 
-Mat3 ContactFrame(const Vec3& normal) {
+void CheckContactNormal(const Vec3& normal) {
   // a zero or non-finite normal means degenerate geometry upstream: never a silent bad frame
   CONDSIM_CHECK(std::isfinite(normal[0]) && std::isfinite(normal[1]) && std::isfinite(normal[2]) && Norm(normal) > 0,
                 "contact normal (" << normal[0] << ", " << normal[1] << ", " << normal[2]
                                    << ") is zero or not finite (degenerate contact geometry)");
-  // rows (n, t1, t2): the frame around n, its z axis first
-  const Mat3 f = Transpose(FrameAround(Normalized(normal)));
-  return Mat3::FromRows(f.Row(2), f.Row(0), f.Row(1));
+}
+
+Mat3 ContactFrame(const Vec3& normal) {
+  CheckContactNormal(normal);
+  return UncheckedContactFrame(normal);
 }
 
 ContactColoring ColorContacts(const ContactSet& contacts, Index num_nodes) {

@@ -25,6 +25,7 @@ namespace condsim {
   X(Index, env)     /* environment of the contact */
 
 CONDSIM_RECORD_VIEW(ContactView, CONDSIM_CONTACT_FIELDS)
+CONDSIM_RECORD_OUT_VIEW(ContactOutView, CONDSIM_CONTACT_FIELDS)
 
 struct ContactSet {
   CONDSIM_CONTACT_FIELDS(CONDSIM_RECORD_HOST_MEMBER)
@@ -39,9 +40,31 @@ struct ContactSet {
   void Validate(const std::vector<Index>& node_env, bool isotropic_only) const;
 };
 
+// writes a contact set's backend record in place of the solver's upload (CondSolver::SetContacts):
+// its maker remakes fields on the backend from a shorter plan (DetectStage); `out` has every
+// field sized as the set's, and must end up equal to it
+class ContactRecordWriter {
+ public:
+  virtual ~ContactRecordWriter() = default;
+  virtual void Write(const ContactSet& contacts, const ContactOutView& out) = 0;
+};
+
 // the frame of a contact with normal n: rows (n, t1, t2), a rotation (t1 along the world axis
-// least aligned with n; isotropic friction does not depend on the choice)
+// least aligned with n; isotropic friction does not depend on the choice); throws
+// condsim::Error on a zero or non-finite normal
 Mat3 ContactFrame(const Vec3& normal);
+// throws condsim::Error on a zero or non-finite contact normal (degenerate geometry upstream)
+void CheckContactNormal(const Vec3& normal);
+// the frame without the check (host and device; the caller knows n is finite and non-zero)
+CONDSIM_HD_INLINE Mat3 UncheckedContactFrame(const Vec3& normal) {
+  // rows (n, t1, t2): the frame around n, its z axis first
+  const Mat3 f = Transpose(FrameAround(Normalized(normal)));
+  return Mat3::FromRows(f.Row(2), f.Row(0), f.Row(1));
+}
+// a frame's tangent rows rotated about its normal by the angle whose cosine and sine are c, s
+CONDSIM_HD_INLINE Mat3 RotateTangents(const Mat3& r, Scalar c, Scalar s) {
+  return Mat3::FromRows(r.Row(0), c * r.Row(1) + s * r.Row(2), -s * r.Row(1) + c * r.Row(2));
+}
 
 // contacts grouped so that no two contacts of one color share a node: the contacts of a color
 // are independent (Prop. 3 holds within it) and are solved in parallel. With one contact per

@@ -18,6 +18,13 @@
     FIELDS(CONDSIM_RECORD_VIEW_MEMBER)    \
   };
 
+// the same with writable fields (a record a functor writes)
+#define CONDSIM_RECORD_OUT_VIEW_MEMBER(T, name) T* name = nullptr;
+#define CONDSIM_RECORD_OUT_VIEW(Name, FIELDS) \
+  struct Name {                               \
+    FIELDS(CONDSIM_RECORD_OUT_VIEW_MEMBER)    \
+  };
+
 #define CONDSIM_RECORD_HOST_MEMBER(T, name) std::vector<T> name;
 #define CONDSIM_RECORD_HOST(Name, FIELDS) \
   struct Name {                           \

@@ -35,6 +35,11 @@ inline std::size_t RecordPackedBytes(std::size_t bytes) { return (bytes + 7) / 8
 #define CONDSIM_RECORD_ARRAY_RESERVE(T, name)                   \
   this->name.Reserve(record_backend_, record_entries_);          \
   record_bytes_ += ::condsim::RecordPackedBytes(sizeof(T) * std::size_t(record_entries_));
+#define CONDSIM_RECORD_ARRAY_RESIZE(T, name) \
+  this->name.Resize(record_backend_, ::condsim::CheckedIndex(record_host_.name.size(), #name));
+#define CONDSIM_RECORD_ARRAY_RESERVE_LIKE(T, name)                                            \
+  this->name.Reserve(record_backend_, ::condsim::CheckedIndex(record_host_.name.size(), #name)); \
+  record_bytes_ += ::condsim::RecordPackedBytes(sizeof(T) * record_host_.name.size());
 #define CONDSIM_RECORD_ARRAY_VIEW(T, name) record_view_.name = this->name.data();
 #define CONDSIM_RECORD_ARRAYS(Name, View, FIELDS)                                      \
   struct Name {                                                                        \
@@ -51,11 +56,27 @@ inline std::size_t RecordPackedBytes(std::size_t bytes) { return (bytes + 7) / 8
       record_bytes_ = 0;                                                               \
       FIELDS(CONDSIM_RECORD_ARRAY_SPLIT)                                               \
     }                                                                                  \
+    /* every field sized as the same-named member of `record_host_`, nothing copied (a   \
+       record its owner writes on the backend) */                                          \
+    template <class Host>                                                              \
+    void ResizeLike(::condsim::Backend* record_backend_, const Host& record_host_) {   \
+      FIELDS(CONDSIM_RECORD_ARRAY_RESIZE)                                              \
+    }                                                                                  \
     /* capacity for `record_entries_` entries in every field (a bound known in advance:    \
        the largest field's length), so that later uploads within it never allocate */      \
     void Reserve(::condsim::Backend* record_backend_, ::condsim::Index record_entries_) {  \
       std::size_t record_bytes_ = 0;                                                   \
       FIELDS(CONDSIM_RECORD_ARRAY_RESERVE)                                             \
+      record_packed_.Reserve(record_backend_,                                          \
+                             ::condsim::CheckedIndex(record_bytes_, "record bytes"));  \
+      record_packed_host_.reserve(record_bytes_);                                      \
+    }                                                                                  \
+    /* capacity for a record whose fields are as long as those of `record_host_` (fields of    \
+       different lengths) */                                                               \
+    template <class Host>                                                              \
+    void ReserveLike(::condsim::Backend* record_backend_, const Host& record_host_) {  \
+      std::size_t record_bytes_ = 0;                                                   \
+      FIELDS(CONDSIM_RECORD_ARRAY_RESERVE_LIKE)                                        \
       record_packed_.Reserve(record_backend_,                                          \
                              ::condsim::CheckedIndex(record_bytes_, "record bytes"));  \
       record_packed_host_.reserve(record_bytes_);                                      \

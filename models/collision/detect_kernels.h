@@ -9,6 +9,6 @@ namespace condsim {
 
 class DetectKernels
     : public KernelSet<TriangleBoxOp, CellCountOp, CellFillOp, PointQueryOp, SlotCompactOp, GatherVerticesOp, SpeedOp,
-                       NodeShapeFlagOp, NodeShapeCompactOp, LinkSpeedOp, LinkBoxOp, LinkPairOp, LinkGatherOp> {};
+                       NodeShapeFlagOp, NodeShapeCompactOp, ContactPlanFillOp, LinkSpeedOp, LinkBoxOp, LinkPairOp, LinkGatherOp> {};
 
 }  // namespace condsim

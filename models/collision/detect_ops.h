@@ -388,6 +388,63 @@ struct NodeShapeCompactOp {
   }
 };
 
+// the host's plan of a step's contact record (DetectStage): per contact its nodes and environment
+// as the host made them, and where the rest comes from: source = c >= 0, an S-contact of flagged
+// point c (ShapeCandidates' list) against analytic shape `slot`, remade on the backend; source =
+// -1, the host's 12 numbers (frame row-major, phi, mu1, mu2) at data[12 slot]
+#define CONDSIM_CONTACT_PLAN_FIELDS(X) \
+  X(Index, node_i)                     \
+  X(Index, node_j)                     \
+  X(Index, env)                        \
+  X(Index, source)                     \
+  X(Index, slot)                       \
+  X(Scalar, data)
+
+CONDSIM_RECORD_VIEW(ContactPlanView, CONDSIM_CONTACT_PLAN_FIELDS)
+
+struct ContactPlan {
+  CONDSIM_CONTACT_PLAN_FIELDS(CONDSIM_RECORD_HOST_MEMBER)
+};
+
+// per contact m its record (ContactView) from the plan; an S-contact of a flagged point p (query
+// radius r) against a shape with the host's arithmetic (DetectStage::NodeContacts and
+// ContactWriter::Add): gap = distance - r, the shape's frame with its tangents rotated by the
+// angle whose cosine and sine are (c, s) when angle != 0, phi = gap / t (eq. 13), the shape's mu
+struct ContactPlanFillOp {
+  ContactPlanView plan;
+  const NodeShape* shapes;
+  const Index* query;    // per flagged point its query point
+  const Scalar* x;       // per flagged point its position, 3 each
+  const Scalar* radius;  // per query point [m]
+  Scalar dt, angle, cos_a, sin_a;
+  ContactOutView out;
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    out.node_i[m] = plan.node_i[m];
+    out.node_j[m] = plan.node_j[m];
+    out.env[m] = plan.env[m];
+    const Index c = plan.source[m], k = plan.slot[m];
+    Scalar* f = out.frame + 9 * m;
+    if (c < 0) {
+      const Scalar* d = plan.data + 12 * k;
+      for (int e = 0; e < 9; ++e) f[e] = d[e];
+      out.phi[m] = d[9];
+      out.mu1[m] = d[10];
+      out.mu2[m] = d[11];
+      return;
+    }
+    const StaticShape& sh = shapes[k].shape;
+    const Proximity prox = AnalyticProximity(sh, LoadVec3(x, c));
+    const Scalar gap = prox.distance - radius[query[c]];
+    Mat3 r = UncheckedShapeFrame(sh, prox.normal);
+    if (angle != 0) r = RotateTangents(r, cos_a, sin_a);
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) f[3 * a + b] = r(a, b);
+    out.phi[m] = gap / dt;
+    out.mu1[m] = sh.mu1;
+    out.mu2[m] = sh.mu2;
+  }
+};
+
 // |v| per vertex (the detection reach needs the largest speed)
 struct SpeedOp {
   const Scalar* v;

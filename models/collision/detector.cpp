@@ -218,4 +218,33 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
   return candidates_;
 }
 
+void Detector::WriteContacts(const ContactPlan& plan, Scalar dt, Scalar angle, const ContactOutView& out) {
+  const Index n = static_cast<Index>(plan.source.size());
+  CONDSIM_CHECK(plan.node_i.size() == plan.source.size() && plan.slot.size() == plan.source.size(),
+                "detection: a contact plan needs node_i, source and slot per contact");
+  for (std::size_t m = 0; m < plan.source.size(); ++m) {
+    const Index c = plan.source[m], k = plan.slot[m];
+    CONDSIM_CHECK(c < 0 ? k >= 0 && 12 * std::size_t(k) + 12 <= plan.data.size()
+                        : c < candidates_.size() && k >= 0 && k < shapes_.size(),
+                  "detection: contact " << m << " of the plan refers to point " << c << ", slot " << k << " beyond the lists");
+  }
+  plan_.Upload(backend_, plan);
+  if (n == 0) return;
+  kernels_->Run(n, ContactPlanFillOp{plan_.view(), shapes_.data(), node_query_.data(), node_x_.data(), arrays_.radius.data(), dt, angle,
+                                     std::cos(angle), std::sin(angle), out});
+}
+
+void Detector::ReservePlan(Index contacts) {
+  // the largest plan: every contact made on the host (12 numbers each)
+  ContactPlan bound;
+  const std::size_t c = std::size_t(contacts);
+  bound.node_i.resize(c);
+  bound.node_j.resize(c);
+  bound.env.resize(c);
+  bound.source.resize(c);
+  bound.slot.resize(c);
+  bound.data.resize(12 * c);
+  plan_.ReserveLike(backend_, bound);
+}
+
 }  // namespace condsim

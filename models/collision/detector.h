@@ -21,6 +21,7 @@ namespace condsim {
 
 class DetectKernels;
 CONDSIM_RECORD_ARRAYS(DetectSceneArrays, DetectSceneView, CONDSIM_DETECT_SCENE_FIELDS)
+CONDSIM_RECORD_ARRAYS(ContactPlanArrays, ContactPlanView, CONDSIM_CONTACT_PLAN_FIELDS)
 
 // the scene's topology (fixed for the detector's life)
 struct DetectScene {
@@ -72,6 +73,13 @@ class Detector {
   // the query points q < n (whose query point is vertex q) within reach of an analytic shape of
   // their environment (NodeShapeFlagOp); only these points are downloaded
   const NodeCandidates& ShapeCandidates(Index n, Scalar dt, Scalar margin);
+  // a step's contact record on the backend (`out`, every field sized) from the host's plan, one
+  // upload: its S-contacts against the analytic shapes remade from the points of the last
+  // ShapeCandidates (ContactPlanFillOp), the other contacts copied. angle: the tangents'
+  // rotation about the normal [rad] (ContactWriter)
+  void WriteContacts(const ContactPlan& plan, Scalar dt, Scalar angle, const ContactOutView& out);
+  // capacity for the plans of up to `contacts` contacts (no allocation within it)
+  void ReservePlan(Index contacts);
   const DetectResult& result() const { return result_; }
   // broad-phase size of the last Detect(): (cell, triangle) pairs and the cell edge [m]
   Index num_pairs() const { return num_pairs_; }
@@ -99,6 +107,7 @@ class Detector {
   Array<Scalar> node_x_, node_v_;
   Index shape_queries_ = 0;  // query points q < shape_queries_ have vertex q
   NodeCandidates candidates_;
+  ContactPlanArrays plan_;
 };
 
 }  // namespace condsim

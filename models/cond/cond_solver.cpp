@@ -131,14 +131,23 @@ void CondSolver::SetActive(const std::vector<unsigned char>& active) {
 
 void CondSolver::SetEnabledEnvironments(const std::vector<unsigned char>& enabled) { ctx_.env_enabled = enabled; }
 
-void CondSolver::SetContacts(const ContactSet& contacts) {
+void CondSolver::SetContacts(const ContactSet& contacts, ContactRecordWriter* writer) {
   Index max_node = -1;
   for (Index i : contacts.node_i) max_node = std::max(max_node, i);
   for (Index j : contacts.node_j) max_node = std::max(max_node, j);
   CONDSIM_CHECK(contacts.node_i.size() == contacts.node_j.size() && contacts.frame.size() == 9 * contacts.node_i.size(),
                 "contacts: arrays have inconsistent lengths");
   ctx_.contacts_host = contacts;
-  ctx_.contacts.Upload(backend_, contacts);
+  if (writer != nullptr) {
+    ctx_.contacts.ResizeLike(backend_, contacts);
+    ContactOutView out;
+#define CONDSIM_OUT_FIELD(T, name) out.name = ctx_.contacts.name.data();
+    CONDSIM_CONTACT_FIELDS(CONDSIM_OUT_FIELD)
+#undef CONDSIM_OUT_FIELD
+    writer->Write(contacts, out);
+  } else {
+    ctx_.contacts.Upload(backend_, contacts);
+  }
   // the colors (ColorContacts' order) made on the backend from the uploaded nodes
   coloring_->Color(ctx_.contacts.node_i, ctx_.contacts.node_j, contacts.size(), max_node + 1, &ctx_.order, &ctx_.color_ptr);
   ctx_.lambda.Resize(backend_, CheckedIndex(contacts.frame.size() / 3, "contacts: impulses"));
@@ -181,6 +190,14 @@ void CondSolver::SetImpulses(const std::vector<Scalar>& lambda) {
                 "SetImpulses: got " << lambda.size() << " values for " << ctx_.contacts_host.size() << " contacts (3 each)");
   for (std::size_t k = 0; k < lambda.size(); ++k) CONDSIM_CHECK(std::isfinite(lambda[k]), "SetImpulses: value " << k << " is not finite");
   ctx_.lambda.CopyFromHost(lambda);
+}
+
+ContactSet CondSolver::BackendContacts() const {
+  ContactSet c;
+#define CONDSIM_READ_FIELD(T, name) c.name = ctx_.contacts.name.ToHost();
+  CONDSIM_CONTACT_FIELDS(CONDSIM_READ_FIELD)
+#undef CONDSIM_READ_FIELD
+  return c;
 }
 
 std::vector<Scalar> CondSolver::Impulses() const { return ctx_.lambda.ToHost(); }

@@ -128,8 +128,13 @@ class CondSolver {
   // per environment whether the solves iterate it (empty: all); one left out keeps v as given
   // and reports 0 iterations (a batch's failed environment)
   void SetEnabledEnvironments(const std::vector<unsigned char>& enabled);
-  // the contacts of the next solves; impulses start at zero unless warm-started
-  void SetContacts(const ContactSet& contacts);
+  // the contacts of the next solves; impulses start at zero unless warm-started. The backend's
+  // record is uploaded, or written by `writer` when given (it remakes fields there)
+  void SetContacts(const ContactSet& contacts, ContactRecordWriter* writer = nullptr);
+  // tests: the contact record on the backend, read back
+  ContactSet BackendContacts() const;
+  // the contacts of the last SetContacts, as given
+  const ContactSet& contacts() const { return ctx_.contacts_host; }
   // capacity for up to max_nodes nodes (the base nodes and the virtual nodes of `bounds`) and
   // the contacts of `bounds` in every array the contacts size (Array::Reserve): a later step
   // within the bounds allocates nothing

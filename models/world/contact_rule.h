@@ -12,6 +12,7 @@
 
 #include "condsim/contacts.h"
 #include "condsim/math.h"
+#include "models/collision/detect_ops.h"
 #include "models/collision/static_world.h"
 #include "models/world/bodies.h"
 
@@ -53,17 +54,23 @@ Mat3 ShapeFrame(const StaticShape& s, const Vec3& n);
 class ContactWriter {
  public:
   // body_env: per body id its environment (the contact's is meta.body_i's)
+  // sources (optional): per contact the flagged point the backend remakes it from, or -1
+  // (ContactPlan::source), and the shape (ContactPlan::slot)
   ContactWriter(Scalar dt, Scalar tangent_rotation, const std::vector<Index>* body_env, ContactSet* contacts,
-                std::vector<ContactMeta>* meta)
-      : dt_(dt), tangent_rotation_(tangent_rotation), body_env_(body_env), contacts_(contacts), meta_(meta) {}
-  // node_j = -1: an S-contact; frame rows (n, t1, t2) with n into node i's side
-  void Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta);
+                std::vector<ContactMeta>* meta, ContactPlan* sources = nullptr)
+      : dt_(dt), tangent_rotation_(tangent_rotation), body_env_(body_env), contacts_(contacts), meta_(meta), sources_(sources) {}
+  // node_j = -1: an S-contact; frame rows (n, t1, t2) with n into node i's side; source >= 0:
+  // an S-contact of that flagged point (Detector::ShapeCandidates) against analytic shape `slot`,
+  // which the backend can remake (Detector::WriteContacts)
+  void Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta,
+           Index source = -1, Index slot = -1);
 
  private:
   Scalar dt_, tangent_rotation_;
   const std::vector<Index>* body_env_;
   ContactSet* contacts_;
   std::vector<ContactMeta>* meta_;
+  ContactPlan* sources_;
 };
 
 }  // namespace condsim

@@ -50,7 +50,10 @@ Index DetectStage::PotentialContactPoints(const WorldBodies& w) const {
 void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts) {
   meta_.clear();
   nodes->Reset();
-  ContactWriter out(w.params.dt, tangent_rotation_, &w.body_env, contacts, &meta_);
+  dt_ = w.params.dt;
+  plan_.source.clear();
+  plan_.slot.clear();
+  ContactWriter out(w.params.dt, tangent_rotation_, &w.body_env, contacts, &meta_, &plan_);
   // this step's rigid surface samples (world positions and velocities, 3 each per sample, bodies
   // in order)
   std::vector<Scalar> rx, rv;
@@ -78,7 +81,7 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     const FemBody& fb = *w.fem[std::size_t(f)];
     if (w.Failed(w.Env(BodyKind::kFem, f))) continue;
     const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, f), fb.mu);
-    NodeContacts(w, w.system->part_offset(fb.part) + triangles_.query_local(q), LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
+    NodeContacts(w, c, w.system->part_offset(fb.part) + triangles_.query_local(q), LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
                  0, side, nodes, &out);
   }
   // points against triangles on the backend
@@ -89,7 +92,7 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     const RodBody& rb = *w.rods[std::size_t(rod)];
     if (w.Failed(w.Env(BodyKind::kRod, rod))) continue;
     const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, rod), rb.mu);
-    NodeContacts(w, w.system->part_offset(rb.part) + 2 * seg, LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
+    NodeContacts(w, c, w.system->part_offset(rb.part) + 2 * seg, LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
                  rb.model->radius(), side, nodes, &out);
   }
   // cable links against each other (pairs found on the backend)
@@ -139,8 +142,8 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
   }
 }
 
-void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, const Vec3& vp, Scalar radius, const ContactSide& side,
-                               Nodalizer* nodes, ContactWriter* out) {
+void DetectStage::NodeContacts(const WorldBodies& w, Index candidate, Index node, const Vec3& p, const Vec3& vp, Scalar radius,
+                               const ContactSide& side, Nodalizer* nodes, ContactWriter* out) {
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;
   const std::size_t env = std::size_t(w.body_env[std::size_t(side.body)]);
   // S-contacts with the static shapes
@@ -149,8 +152,9 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, 
     const Proximity prox = ShapeProximity(shape, p);
     const Scalar gap = prox.distance - radius;
     if (!InReach(gap, vp, dt, margin)) continue;
+    // the detector's analytic shapes start with the static shapes (TriangleDetection::SetShapes)
     out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
-             {p - radius * prox.normal, side.body, -1, Index(si)});
+             {p - radius * prox.normal, side.body, -1, Index(si)}, candidate, si);
   }
   // D-contacts with the rigid bodies' analytic shapes
   for (const Index k : env_rigid_[env]) {
@@ -165,6 +169,39 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index node, const Vec3& p, 
     out->Add(node, nj, ContactFrame(prox.normal), gap, MixFriction(side, BodySide(BodyKind::kRigid, id, other.mu1)),
              {p - radius * prox.normal, side.body, id, -1});
   }
+}
+
+Index DetectStage::remade_contacts() const {
+  return static_cast<Index>(std::count_if(plan_.source.begin(), plan_.source.end(), [](Index c) { return c >= 0; }));
+}
+
+bool DetectStage::remakes() const {
+  const std::size_t total = plan_.source.size(), remade = std::size_t(remade_contacts());
+  return remade > 0 && 20 * total + 96 * (total - remade) < 108 * total;
+}
+
+void DetectStage::Write(const ContactSet& contacts, const ContactOutView& out) {
+  CONDSIM_CHECK(plan_.source.size() == contacts.node_i.size(), "detection: Write takes the last Run's contacts (" << plan_.source.size()
+                                                                  << "), got " << contacts.size());
+  plan_.node_i = contacts.node_i;
+  plan_.node_j = contacts.node_j;
+  plan_.env = contacts.env;
+  // the contacts the backend cannot remake: their 12 numbers, in order
+  plan_.data.clear();
+  Index k = 0;
+  for (std::size_t m = 0; m < plan_.source.size(); ++m) {
+    if (plan_.source[m] >= 0) continue;
+    plan_.slot[m] = k++;
+    plan_.data.insert(plan_.data.end(), contacts.frame.begin() + 9 * std::ptrdiff_t(m), contacts.frame.begin() + 9 * std::ptrdiff_t(m) + 9);
+    plan_.data.push_back(contacts.phi[m]);
+    plan_.data.push_back(contacts.mu1[m]);
+    plan_.data.push_back(contacts.mu2[m]);
+  }
+  triangles_.detector().WriteContacts(plan_, dt_, tangent_rotation_, out);
+}
+
+void DetectStage::Reserve(Index contacts) {
+  if (triangles_.has_detector()) triangles_.detector().ReservePlan(contacts);
 }
 
 void DetectStage::CableLinks(const WorldBodies& w, CablePair* pair, Nodalizer* nodes, ContactWriter* out) {

@@ -19,7 +19,7 @@
 
 namespace condsim {
 
-class DetectStage {
+class DetectStage : public ContactRecordWriter {
  public:
   // the backend detector's scene and the environments' shapes and bodies (once, at the first step)
   void Build(WorldBodies* w);
@@ -29,6 +29,17 @@ class DetectStage {
   // centres and links, rigid surface samples (each makes at most a few contacts a step)
   Index PotentialContactPoints(const WorldBodies& w) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
+  // whether the solver takes the last Run's record from Write: its plan uploads 20 B per contact
+  // and 96 B more per contact the backend does not remake (it remakes the S-contacts of flagged
+  // FEM surface nodes and cable centres against static shapes), used when that is less than the
+  // set's 108 B per contact
+  bool remakes() const;
+  // how many of the last Run's contacts the backend remakes
+  Index remade_contacts() const;
+  // the last Run's contacts (exactly) on the backend (ContactRecordWriter)
+  void Write(const ContactSet& contacts, const ContactOutView& out) override;
+  // capacity for the plans of up to `contacts` contacts
+  void Reserve(Index contacts);
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
 
@@ -36,9 +47,10 @@ class DetectStage {
   void RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
                      ContactWriter* out);
   // a deformable node (radius r) of body `side` against the static shapes and the rigid bodies'
-  // analytic shapes (mesh bodies go through the detector)
-  void NodeContacts(const WorldBodies& w, Index node, const Vec3& p, const Vec3& vp, Scalar radius, const ContactSide& side,
-                    Nodalizer* nodes, ContactWriter* out);
+  // analytic shapes (mesh bodies go through the detector); candidate: its index among the flagged
+  // points (the backend remakes its S-contacts)
+  void NodeContacts(const WorldBodies& w, Index candidate, Index node, const Vec3& p, const Vec3& vp, Scalar radius,
+                    const ContactSide& side, Nodalizer* nodes, ContactWriter* out);
   // cable links against cable links (a == b: self-contact), found on the backend
   struct CablePair {
     std::size_t a, b;
@@ -52,6 +64,8 @@ class DetectStage {
   std::vector<std::vector<Index>> env_statics_, env_rigid_;  // per environment: static shapes, rigid bodies
   std::vector<CablePair> cable_pairs_;  // the cable pairs of one environment (self: a == b), a then b ascending
   Scalar tangent_rotation_ = 0;
+  Scalar dt_ = 0;      // the last Run's step [s]
+  ContactPlan plan_;   // the last Run's contacts: per contact its source (ContactWriter)
 };
 
 }  // namespace condsim

@@ -31,6 +31,9 @@ class TriangleDetection {
   const NodeCandidates& ShapeCandidates(const WorldBodies& w);
   // after Gather: this step's points-against-triangles contacts
   void Detect(const WorldBodies& w, Nodalizer* nodes, ContactWriter* out);
+  // the backend detector (after Build; FEM bodies, cables or rigid bodies make one)
+  bool has_detector() const { return detector_ != nullptr; }
+  Detector& detector() { return *detector_; }
   // query q's kind, index in its kind and local node / segment / sample
   BodyKind query_kind(Index q) const { return q_kind_[std::size_t(q)]; }
   Index query_body(Index q) const { return q_body_[std::size_t(q)]; }

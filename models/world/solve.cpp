@@ -112,7 +112,7 @@ void SolveStage::Build(const WorldBodies& w) {
 }
 
 CondStats SolveStage::Run(WorldBodies* w, const Nodalizer& nodes, const RigidGroups& groups, const BodyModes& modes,
-                          const ContactSet& contacts, Index step, Scalar time, VhatSummary* vhat,
+                          const ContactSet& contacts, ContactRecordWriter* writer, Index step, Scalar time, VhatSummary* vhat,
                           std::vector<EnvFailure>* failures) {
   const BackendCounters c0 = w->backend->counters();
   solver_->SetRigidGroups(groups);
@@ -126,7 +126,7 @@ CondStats SolveStage::Run(WorldBodies* w, const Nodalizer& nodes, const RigidGro
   std::vector<unsigned char> enabled(std::size_t(w->num_envs()), 1);
   for (Index e = 0; e < w->num_envs(); ++e) enabled[std::size_t(e)] = w->Failed(e) ? 0 : 1;
   solver_->SetEnabledEnvironments(enabled);
-  solver_->SetContacts(contacts);
+  solver_->SetContacts(contacts, writer);
   const CondStats stats = solver_->Solve(w->system->matrix(), w->system->rhs(), &w->v);
   solver_counters_ = w->backend->counters() - c0;
   // the solver keeps a failed environment at its last finite iterate, which is no solution either

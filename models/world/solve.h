@@ -24,8 +24,12 @@ class SolveStage {
   // back): every environment on its own (failed ones left out, their v-hat 0). An environment
   // whose solve became NaN/Inf, or whose body has a NaN/Inf velocity, is a failure (`step` and
   // `time` name the step)
+  // writer: the contacts' maker when it writes their backend record (CondSolver::SetContacts)
   CondStats Run(WorldBodies* w, const Nodalizer& nodes, const RigidGroups& groups, const BodyModes& modes, const ContactSet& contacts,
-                Index step, Scalar time, VhatSummary* vhat, std::vector<EnvFailure>* failures);
+                ContactRecordWriter* writer, Index step, Scalar time, VhatSummary* vhat, std::vector<EnvFailure>* failures);
+  // tests: the last Run's contacts on the backend, read back (CondSolver::BackendContacts)
+  ContactSet BackendContacts() const { return solver_->BackendContacts(); }
+  const ContactSet& HostContacts() const { return solver_->contacts(); }
   std::vector<Scalar> Impulses() const { return solver_->Impulses(); }
   // the last Run's backend traffic in the solver's own calls (setup and solve, loop included)
   const BackendCounters& solver_counters() const { return solver_counters_; }

@@ -391,6 +391,7 @@ void World::ReserveForContacts() {
   bounds.rigid_bodies = w_.rigid.num_bodies();
   w_.system->Reserve(bounds, &w_.v);
   solve_.Reserve(bounds, w_.system->num_base_nodes() + bounds.virtual_nodes);
+  detect_.Reserve(bounds.contacts);
 }
 
 namespace {
@@ -451,7 +452,7 @@ StepStats World::Step() {
   stats.modes_counters = w_.backend->counters() - c_nodes;
   VhatSummary vhat;
   std::vector<EnvFailure> failures;
-  stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, steps_, time_, &vhat, &failures);
+  stats.cond = solve_.Run(&w_, nodes_, groups, modes, contacts, detect_.remakes() ? &detect_ : nullptr, steps_, time_, &vhat, &failures);
   stats.solver_counters = solve_.solver_counters();
   solve_stage.End();
   ProfileRange finish_range("health, integrate, record");

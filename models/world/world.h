@@ -193,6 +193,13 @@ class World {
   Wrench BodyWrench(Index body) const;
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { detect_.set_tangent_rotation(angle); }
+  // tests: the last step's contact set as the host made it, and as the solver's backend record
+  // holds it (read back)
+  const ContactSet& HostContacts() const { return solve_.HostContacts(); }
+  ContactSet BackendContacts() const { return solve_.BackendContacts(); }
+  // how many of them the backend remade (the S-contacts of FEM nodes and cable centres against
+  // static shapes, DetectStage::Write)
+  Index remade_contacts() const { return detect_.remakes() ? detect_.remade_contacts() : 0; }
 
  private:
   void Finalize();

@@ -1,0 +1,119 @@
+// The contact record the backend remakes (issue 23, docs/architecture.md "Device-resident step"):
+// the S-contacts of FEM surface nodes and cable centres against static shapes are made again on
+// the backend from the flagged points (Detector::WriteContacts, ContactPlanFillOp), the other
+// contacts copied from the host's plan. Reference: the host's contact set, which DetectStage
+// makes with the same functions (AnalyticProximity, UncheckedShapeFrame, RotateTangents) on the
+// same doubles: bitwise, on every analytic shape type, anisotropic friction and a rotated
+// tangent basis, next to host-made contacts (rigid samples, FEM against FEM and a rigid body).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "condsim/backend.h"
+#include "io/scene.h"
+#include "models/cond/cond_solver.h"
+#include "test_util.h"
+
+namespace condsim {
+namespace {
+
+// FEM balls onto a tilted anisotropic plane, a turned anisotropic box, a sphere and a capsule; a
+// cable across the capsule (and the ball on it); a rigid box onto the plane
+const char* kShapesScene = R"({
+  "world": {"dt": 0.01},
+  "static": [
+    {"type": "plane", "rotation": [0.05, 0.02, 0.3], "mu": [0.3, 0.6]},
+    {"type": "box", "center": [0.2, 0, 0.02], "rotation": [0, 0, 0.4], "half_extents": [0.04, 0.04, 0.02], "mu": [0.2, 0.5]},
+    {"type": "sphere", "center": [0.4, 0, 0.03], "radius": 0.03, "mu": 0.4},
+    {"type": "capsule", "center": [0.6, 0, 0.02], "rotation": [0, 1.5707963, 0], "radius": 0.02, "half_length": 0.05, "mu": 0.7}],
+  "fem_bodies": [
+    {"name": "a", "mesh": {"generator": "sphere", "center": [0, 0, 0.022], "radius": 0.02, "element_size": 0.01},
+     "material": {"young": 5e5, "poisson": 0.35}},
+    {"name": "b", "mesh": {"generator": "sphere", "center": [0.2, 0, 0.061], "radius": 0.02, "element_size": 0.01},
+     "material": {"young": 5e5, "poisson": 0.35}},
+    {"name": "c", "mesh": {"generator": "sphere", "center": [0.4, 0, 0.081], "radius": 0.02, "element_size": 0.01},
+     "material": {"young": 5e5, "poisson": 0.35}},
+    {"name": "d", "mesh": {"generator": "sphere", "center": [0.6, 0.03, 0.061], "radius": 0.02, "element_size": 0.01},
+     "material": {"young": 5e5, "poisson": 0.35}}],
+  "rods": [{"name": "cable", "points": [[0.58, -0.1, 0.0425], [0.62, 0.1, 0.0425]], "segments": 20,
+            "material": {"radius": 0.002, "young": 2e6, "poisson": 0.45, "density": 1200}}],
+  "rigid_bodies": [{"name": "block", "shape": "box", "half_extents": [0.01, 0.01, 0.01], "mass": 0.05,
+                    "position": [-0.1, 0, 0.016]}]})";
+
+// every field of the backend's record equal to the host's set, bitwise
+void ExpectSameContacts(const ContactSet& host, const ContactSet& backend) {
+#define CONDSIM_EXPECT_FIELD(T, name) EXPECT_EQ(backend.name, host.name) << #name;
+  CONDSIM_CONTACT_FIELDS(CONDSIM_EXPECT_FIELD)
+#undef CONDSIM_EXPECT_FIELD
+}
+
+// 20 steps (the balls and the block land, the cable drapes): at every step the record on the
+// backend equals the host's set, with and without a rotated tangent basis; the backend remakes
+// the S-contacts of the FEM nodes and cable centres (a part of the set), the host's others stay
+TEST(ContactPlan, BackendRecordEqualsTheHostSet) {
+  const Scene scene = ParseScene(kShapesScene, "shapes.json", "");
+  for (const Scalar angle : {Scalar(0), Scalar(0.7)}) {
+    SCOPED_TRACE(angle);
+    auto backend = MakeBackend(BackendChoice::kCpu).backend;
+    SceneWorld sw = BuildWorld(scene, backend.get());
+    sw.world->set_tangent_rotation(angle);
+    Index remade = 0, host_made = 0, with_rigid = 0, with_fem = 0;
+    for (int k = 0; k < 20; ++k) {
+      ApplyControls(scene, &sw);
+      sw.world->Step();
+      const ContactSet& host = sw.world->HostContacts();
+      ExpectSameContacts(host, sw.world->BackendContacts());
+      remade += sw.world->remade_contacts();
+      host_made += host.size() - sw.world->remade_contacts();
+      for (const ContactRecord& r : sw.world->contacts()) {
+        with_rigid += r.body_i == sw.rigid_ids[0] || r.body_j == sw.rigid_ids[0];
+        with_fem += r.body_j >= 0 && r.body_i != r.body_j && r.body_j != sw.rigid_ids[0];
+      }
+    }
+    // every shape type touched: the S-contacts' shapes among the records
+    std::vector<int> shapes(4, 0);
+    for (const ContactRecord& r : sw.world->contacts())
+      if (r.shape >= 0) shapes[std::size_t(r.shape)] = 1;
+    std::printf("angle %.1f: %lld contacts remade on the backend, %lld made on the host (%lld with the block, %lld between bodies)\n",
+                angle, static_cast<long long>(remade), static_cast<long long>(host_made), static_cast<long long>(with_rigid),
+                static_cast<long long>(with_fem));
+    EXPECT_EQ(shapes, std::vector<int>(4, 1));
+    EXPECT_GT(remade, 0);
+    EXPECT_GT(with_rigid, 0);
+  }
+}
+
+// a writer that copies the host's set field by field (one upload each): SetContacts takes the
+// record from it and uploads nothing of its own
+class CopyWriter : public ContactRecordWriter {
+ public:
+  explicit CopyWriter(Backend* b) : b_(b) {}
+  void Write(const ContactSet& c, const ContactOutView& out) override {
+#define CONDSIM_COPY_FIELD(T, name) b_->CopyFromHost(out.name, c.name.data(), sizeof(T) * c.name.size());
+    CONDSIM_CONTACT_FIELDS(CONDSIM_COPY_FIELD)
+#undef CONDSIM_COPY_FIELD
+  }
+
+ private:
+  Backend* b_;
+};
+
+TEST(ContactPlan, SetContactsTakesTheWritersRecord) {
+  ContactSet c;
+  for (Index m = 0; m < 50; ++m)
+    c.Add(m, m % 3 == 0 ? 100 + m : -1, ContactFrame(Vec3(0.1 * m, 1, 0.3)), -0.01 * m, 0.1 + 0.01 * m, 0.2, 0);
+  const std::unique_ptr<Backend> b = MakeBackend(BackendChoice::kCpu, BackendOptions()).backend;
+  CondSolver solver(b.get(), CondParams());
+  CopyWriter writer(b.get());
+  solver.SetContacts(c, &writer);  // the first call sizes the arrays
+  const BackendCounters c0 = b->counters();
+  solver.SetContacts(c, &writer);
+  const BackendCounters moved = b->counters() - c0;
+  EXPECT_EQ(moved.uploads, 7);  // the writer's, one per field
+  EXPECT_EQ(moved.allocations, 0);
+  ExpectSameContacts(c, solver.BackendContacts());
+}
+
+}  // namespace
+}  // namespace condsim
