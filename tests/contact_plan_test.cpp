@@ -84,6 +84,39 @@ TEST(ContactPlan, BackendRecordEqualsTheHostSet) {
   }
 }
 
+// the host's contacts of the flagged points take the backend's reach decisions (bit k: the
+// environment's k-th shape), or, past 64 shapes in an environment, test reach themselves from
+// the downloaded velocities: a ball falling onto a plane with and without 64 far spheres after
+// the plane makes the same contacts, bitwise, with the same records (reference: each other; the
+// bits and the host's InReach apply the same rule to the same doubles)
+TEST(ContactPlan, ReachBitsAndHostReachMakeTheSameContacts) {
+  std::string far;
+  for (int k = 0; k < 64; ++k) far += R"(, {"type": "sphere", "center": [5, 5, )" + std::to_string(5 + k) + R"(], "radius": 0.01})";
+  auto scene = [&](const std::string& extra) {
+    return ParseScene(R"({"world": {"dt": 0.01}, "static": [{"type": "plane", "mu": [0.3, 0.5]})" + extra + R"(],
+      "fem_bodies": [{"name": "a", "mesh": {"generator": "sphere", "center": [0, 0, 0.021], "radius": 0.02, "element_size": 0.01},
+                      "material": {"young": 5e5, "poisson": 0.35}, "velocity": [0.1, 0, -0.2]}]})",
+                      "ball.json", "");
+  };
+  const Scene few = scene(""), many = scene(far);
+  auto b1 = MakeBackend(BackendChoice::kCpu).backend, b2 = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld w1 = BuildWorld(few, b1.get()), w2 = BuildWorld(many, b2.get());
+  Index contacts = 0;
+  for (int k = 0; k < 15; ++k) {
+    w1.world->Step();
+    w2.world->Step();
+    ExpectSameContacts(w1.world->HostContacts(), w2.world->HostContacts());
+    ExpectSameContacts(w2.world->HostContacts(), w2.world->BackendContacts());
+    ASSERT_EQ(w1.world->contacts().size(), w2.world->contacts().size());
+    for (std::size_t m = 0; m < w1.world->contacts().size(); ++m) {
+      for (int a = 0; a < 3; ++a) EXPECT_EQ(w1.world->contacts()[m].lambda[a], w2.world->contacts()[m].lambda[a]);
+      EXPECT_EQ(w1.world->contacts()[m].shape, w2.world->contacts()[m].shape);
+    }
+    contacts += w1.world->HostContacts().size();
+  }
+  EXPECT_GT(contacts, 20);
+}
+
 // a writer that copies the host's set field by field (one upload each): SetContacts takes the
 // record from it and uploads nothing of its own
 class CopyWriter : public ContactRecordWriter {

@@ -60,8 +60,9 @@ TEST(Detector, MatchesBruteForceOnRandomScenes) {
 // the points within reach of an analytic shape (Detector::ShapeCandidates): on random scenes
 // with static shapes of every kind and moving rigid shapes in two environments, exactly the
 // points the host's rule flags (ShapeProximity, InReach: some shape of the point's environment
-// has gap <= |v_p - v_q| t + margin), ascending, with their positions and velocities as uploaded
-// (reference: that host evaluation, exact)
+// has gap <= |v_p - v_q| t + margin), ascending, with their positions as uploaded and, per
+// point, which of its environment's shapes are in reach (reference: that host evaluation,
+// exact); with more shapes in an environment than the reach bits, the velocities instead
 TEST(Detector, ShapeCandidatesMatchTheHostRule) {
   auto rng = test::Rng();
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
@@ -104,24 +105,40 @@ TEST(Detector, ShapeCandidatesMatchTheHostRule) {
     const Index nq = static_cast<Index>(d.scene.query.size());
     const NodeCandidates& got = det.ShapeCandidates(nq, dt, margin);
     std::vector<Index> want;
+    std::vector<std::uint64_t> want_reach;
     for (Index q = 0; q < nq; ++q) {
       const Vec3 p = LoadVec3(d.x.data(), q), vp = LoadVec3(d.v.data(), q);
       const Index env = d.scene.owner_env[d.scene.vertex_owner[q]];
-      bool hit = false;
+      std::uint64_t bits = 0;
       for (Index j = env_ptr[env]; j < env_ptr[env + 1]; ++j) {
         const NodeShape& sh = shapes[list[j]];
         const Proximity prox = ShapeProximity(sh.shape, p);
         const Vec3 vq = sh.moving ? sh.v + Cross(sh.omega, prox.point - sh.x) : Vec3();
-        hit = hit || !(prox.distance - d.scene.radius[q] > Norm(vp - vq) * dt + margin);
+        if (!(prox.distance - d.scene.radius[q] > Norm(vp - vq) * dt + margin)) bits |= std::uint64_t(1) << (j - env_ptr[env]);
       }
-      if (hit) want.push_back(q);
+      if (bits != 0) {
+        want.push_back(q);
+        want_reach.push_back(bits);
+      }
     }
     ASSERT_EQ(got.query, want);
+    EXPECT_EQ(got.reach, want_reach);
+    EXPECT_TRUE(got.v.empty());
     for (Index k = 0; k < got.size(); ++k)
-      for (int a = 0; a < 3; ++a) {
-        EXPECT_EQ(got.x[3 * k + a], d.x[3 * got.query[k] + a]);
-        EXPECT_EQ(got.v[3 * k + a], d.v[3 * got.query[k] + a]);
-      }
+      for (int a = 0; a < 3; ++a) EXPECT_EQ(got.x[3 * k + a], d.x[3 * got.query[k] + a]);
+    // 65 shapes in environment 1 (the last 62 far away): no reach bits, the velocities come down
+    std::vector<Index> many_list = list;
+    for (int extra = 0; extra < 62; ++extra) {
+      add(ShapeType::kSphere, Vec3(0.001, 0, 0), false);
+      shapes.back().shape.center = Vec3(10, 10, 10);
+      many_list.push_back(Index(shapes.size()) - 1);
+    }
+    det.SetShapes(shapes, {0, 2, Index(many_list.size())}, many_list);
+    const NodeCandidates& many = det.ShapeCandidates(nq, dt, margin);
+    ASSERT_EQ(many.query, want);
+    EXPECT_TRUE(many.reach.empty());
+    for (Index k = 0; k < many.size(); ++k)
+      for (int a = 0; a < 3; ++a) EXPECT_EQ(many.v[3 * k + a], d.v[3 * many.query[k] + a]);
     flagged += got.size();
     points += nq;
   }

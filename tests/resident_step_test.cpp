@@ -392,8 +392,8 @@ TEST(ResidentStep, ContactReserveZeroTradesAllocationsForMemory) {
 
 // detection downloads what its contacts need, not the bodies' state (issue 23 item 2): per step
 // at most 136 bytes per contact (a triangle hit: query, triangle, gap, weights, normal and the
-// triangle's 3 vertices; a flagged FEM node or cable centre: 52 bytes, index, position and
-// velocity, and every flagged point makes at least one contact; a cable link pair: 80 bytes,
+// triangle's 3 vertices; a flagged FEM node or cable centre: 36 bytes, index, position and the
+// shapes in reach, and every flagged point makes at least one contact; a cable link pair: 80 bytes,
 // two indices and its contact) plus 16 reads of one value (the reductions and scans); neither
 // FEM nor cable positions and velocities come to the host. Reference: that bound (exact, from the
 // records' sizes), and below one host copy of the FEM nodes' and cable centres' positions.

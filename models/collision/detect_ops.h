@@ -345,46 +345,58 @@ struct NodeShape {
 // q): flag[q] = 1 when some analytic shape of its environment (shapes[list[env_ptr[e]] ..
 // list[env_ptr[e + 1] - 1]]) is within reach, gap = distance - r <= |v_p - v_q| t + margin
 // (contact_rule.h InReach, the same arithmetic as the host's DetectStage::NodeContacts, which
-// makes the contacts of the flagged points)
+// makes the contacts of the flagged points), and reach[q] bit k = 1 when the environment's
+// k-th shape is (k < kReachBits; the host takes these decisions and needs no velocity)
 struct NodeShapeFlagOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  static constexpr Index kReachBits = 64;
   DetectView s;
   const NodeShape* shapes;
   const Index* env_ptr;
   const Index* list;
   Scalar dt, margin;
   Index* flag;
+  std::uint64_t* reach;
   CONDSIM_HD_INLINE void operator()(Index q) const {
     const Vec3 p = LoadVec3(s.x, q), vp = LoadVec3(s.v, q);
     const Scalar r = s.radius[q];
     const Index env = s.owner_env[s.vertex_owner[q]];
     Index hit = 0;
-    for (Index j = env_ptr[env]; j < env_ptr[env + 1] && hit == 0; ++j) {
+    std::uint64_t bits = 0;
+    for (Index j = env_ptr[env]; j < env_ptr[env + 1]; ++j) {
       const NodeShape& sh = shapes[list[j]];
       const Proximity prox = AnalyticProximity(sh.shape, p);
       const Scalar gap = prox.distance - r;
       const Vec3 vrel = sh.moving ? vp - (sh.v + Cross(sh.omega, prox.point - sh.x)) : vp;
-      if (!(gap > Norm(vrel) * dt + margin)) hit = 1;
+      if (gap > Norm(vrel) * dt + margin) continue;
+      hit = 1;
+      const Index k = j - env_ptr[env];
+      if (k < kReachBits) bits |= std::uint64_t(1) << k;
     }
     flag[q] = hit;
+    reach[q] = bits;
   }
 };
 
-// per flagged query point: its index, position and velocity to the compact list from offset[q]
+// per flagged query point: its index, position, velocity and shapes in reach to the compact list
+// from offset[q]
 struct NodeShapeCompactOp {
   const Scalar* x;
   const Scalar* v;
   const Index* flag;
   const Index* offset;
+  const std::uint64_t* reach;
   Index* out_query;
   Scalar* out_x;
   Scalar* out_v;
+  std::uint64_t* out_reach;
   CONDSIM_HD_INLINE void operator()(Index q) const {
     if (flag[q] == 0) return;
     const Index k = offset[q];
     out_query[k] = q;
     StoreVec3(out_x, k, LoadVec3(x, q));
     StoreVec3(out_v, k, LoadVec3(v, q));
+    out_reach[k] = reach[q];
   }
 };
 

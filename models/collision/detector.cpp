@@ -183,6 +183,10 @@ void Detector::SetShapes(const std::vector<NodeShape>& shapes, const std::vector
   node_query_ = Array<Index>(backend_, nq);
   node_x_ = Array<Scalar>(backend_, 3 * nq);
   node_v_ = Array<Scalar>(backend_, 3 * nq);
+  node_reach_ = Array<std::uint64_t>(backend_, nq);
+  node_out_reach_ = Array<std::uint64_t>(backend_, nq);
+  reach_bits_ = true;
+  for (std::size_t e = 0; e + 1 < env_ptr.size(); ++e) reach_bits_ = reach_bits_ && env_ptr[e + 1] - env_ptr[e] <= NodeShapeFlagOp::kReachBits;
 }
 
 void Detector::UpdateShapes(Index first, const std::vector<NodeShape>& shapes) {
@@ -197,6 +201,7 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
                                                               << " whose vertex is their index (SetShapes first)");
   candidates_.query.clear();
   candidates_.x.clear();
+  candidates_.reach.clear();
   candidates_.v.clear();
   if (n == 0 || shape_list_.size() == 0) return candidates_;
   DetectView view;
@@ -204,17 +209,24 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
   view.x = x_.data();
   view.v = v_.data();
   // flag, scan, compact: only the flagged points come to the host
-  kernels_->Run(n, NodeShapeFlagOp{view, shapes_.data(), shape_env_ptr_.data(), shape_list_.data(), dt, margin, node_flag_.data()});
+  kernels_->Run(n, NodeShapeFlagOp{view, shapes_.data(), shape_env_ptr_.data(), shape_list_.data(), dt, margin, node_flag_.data(),
+                                   node_reach_.data()});
   const Index total = backend_->ExclusiveScan(n, node_flag_, &node_offset_);
   if (total == 0) return candidates_;
-  kernels_->Run(n, NodeShapeCompactOp{x_.data(), v_.data(), node_flag_.data(), node_offset_.data(), node_query_.data(), node_x_.data(),
-                                      node_v_.data()});
+  kernels_->Run(n, NodeShapeCompactOp{x_.data(), v_.data(), node_flag_.data(), node_offset_.data(), node_reach_.data(), node_query_.data(),
+                                      node_x_.data(), node_v_.data(), node_out_reach_.data()});
   candidates_.query.resize(std::size_t(total));
   candidates_.x.resize(3 * std::size_t(total));
-  candidates_.v.resize(3 * std::size_t(total));
   backend_->CopyToHost(candidates_.query.data(), node_query_.data(), sizeof(Index) * std::size_t(total));
   backend_->CopyToHost(candidates_.x.data(), node_x_.data(), sizeof(Scalar) * 3 * std::size_t(total));
-  backend_->CopyToHost(candidates_.v.data(), node_v_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  // the backend's reach decisions, or the velocities to take them on the host
+  if (reach_bits_) {
+    candidates_.reach.resize(std::size_t(total));
+    backend_->CopyToHost(candidates_.reach.data(), node_out_reach_.data(), sizeof(std::uint64_t) * std::size_t(total));
+  } else {
+    candidates_.v.resize(3 * std::size_t(total));
+    backend_->CopyToHost(candidates_.v.data(), node_v_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  }
   return candidates_;
 }
 

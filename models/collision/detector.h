@@ -45,7 +45,11 @@ struct DetectResult {
 // the query points within reach of an analytic shape (Detector::NodeCandidates), on the host
 struct NodeCandidates {
   std::vector<Index> query;   // ascending
-  std::vector<Scalar> x, v;   // 3 per point: its position [m] and velocity [m/s]
+  std::vector<Scalar> x;      // 3 per point: its position [m]
+  // per point bit k: its environment's k-th shape is in reach (NodeShapeFlagOp); when some
+  // environment has more shapes than the bits, empty, and v (3 per point [m/s]) comes instead
+  std::vector<std::uint64_t> reach;
+  std::vector<Scalar> v;
   Index size() const { return static_cast<Index>(query.size()); }
 };
 
@@ -71,7 +75,9 @@ class Detector {
   // shapes [first, first + n) anew from the host (the rigid bodies' poses and velocities)
   void UpdateShapes(Index first, const std::vector<NodeShape>& shapes);
   // the query points q < n (whose query point is vertex q) within reach of an analytic shape of
-  // their environment (NodeShapeFlagOp); only these points are downloaded
+  // their environment (NodeShapeFlagOp); only these points are downloaded: index, position and
+  // the shapes in reach (36 B each), or the velocity in place of the last (52 B) when an
+  // environment has more than 64 shapes
   const NodeCandidates& ShapeCandidates(Index n, Scalar dt, Scalar margin);
   // a step's contact record on the backend (`out`, every field sized) from the host's plan, one
   // upload: its S-contacts against the analytic shapes remade from the points of the last
@@ -105,6 +111,8 @@ class Detector {
   Array<NodeShape> shapes_;
   Array<Index> shape_env_ptr_, shape_list_, node_flag_, node_offset_, node_query_;
   Array<Scalar> node_x_, node_v_;
+  Array<std::uint64_t> node_reach_, node_out_reach_;
+  bool reach_bits_ = true;  // every environment's shapes fit the reach bits
   Index shape_queries_ = 0;  // query points q < shape_queries_ have vertex q
   NodeCandidates candidates_;
   ContactPlanArrays plan_;

@@ -81,8 +81,7 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     const FemBody& fb = *w.fem[std::size_t(f)];
     if (w.Failed(w.Env(BodyKind::kFem, f))) continue;
     const ContactSide side = BodySide(BodyKind::kFem, w.BodyId(BodyKind::kFem, f), fb.mu);
-    NodeContacts(w, c, w.system->part_offset(fb.part) + triangles_.query_local(q), LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
-                 0, side, nodes, &out);
+    NodeContacts(w, cand, c, w.system->part_offset(fb.part) + triangles_.query_local(q), 0, side, nodes, &out);
   }
   // points against triangles on the backend
   triangles_.Detect(w, nodes, &out);
@@ -92,8 +91,7 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
     const RodBody& rb = *w.rods[std::size_t(rod)];
     if (w.Failed(w.Env(BodyKind::kRod, rod))) continue;
     const ContactSide side = BodySide(BodyKind::kRod, w.BodyId(BodyKind::kRod, rod), rb.mu);
-    NodeContacts(w, c, w.system->part_offset(rb.part) + 2 * seg, LoadVec3(cand.x.data(), c), LoadVec3(cand.v.data(), c),
-                 rb.model->radius(), side, nodes, &out);
+    NodeContacts(w, cand, c, w.system->part_offset(rb.part) + 2 * seg, rb.model->radius(), side, nodes, &out);
   }
   // cable links against each other (pairs found on the backend)
   for (CablePair& pair : cable_pairs_)
@@ -142,19 +140,28 @@ void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>&
   }
 }
 
-void DetectStage::NodeContacts(const WorldBodies& w, Index candidate, Index node, const Vec3& p, const Vec3& vp, Scalar radius,
-                               const ContactSide& side, Nodalizer* nodes, ContactWriter* out) {
+void DetectStage::NodeContacts(const WorldBodies& w, const NodeCandidates& cand, Index c, Index node, Scalar radius, const ContactSide& side,
+                               Nodalizer* nodes, ContactWriter* out) {
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;
   const std::size_t env = std::size_t(w.body_env[std::size_t(side.body)]);
+  const Vec3 p = LoadVec3(cand.x.data(), c);
+  // the backend's reach decisions, bit k for the environment's k-th shape (the static shapes,
+  // then the analytic rigid bodies: TriangleDetection::SetShapes' list), or the host's from the
+  // velocity (the same rule, InReach)
+  const bool bits = !cand.reach.empty();
+  const Vec3 vp = bits ? Vec3() : LoadVec3(cand.v.data(), c);
+  Index bit = 0;
   // S-contacts with the static shapes
   for (const Index si : env_statics_[env]) {
     const StaticShape& shape = w.statics[std::size_t(si)];
     const Proximity prox = ShapeProximity(shape, p);
     const Scalar gap = prox.distance - radius;
-    if (!InReach(gap, vp, dt, margin)) continue;
+    const bool reach = bits ? ((cand.reach[std::size_t(c)] >> bit) & 1) != 0 : InReach(gap, vp, dt, margin);
+    ++bit;
+    if (!reach) continue;
     // the detector's analytic shapes start with the static shapes (TriangleDetection::SetShapes)
     out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
-             {p - radius * prox.normal, side.body, -1, Index(si)}, candidate, si);
+             {p - radius * prox.normal, side.body, -1, Index(si)}, c, si);
   }
   // D-contacts with the rigid bodies' analytic shapes
   for (const Index k : env_rigid_[env]) {
@@ -162,8 +169,10 @@ void DetectStage::NodeContacts(const WorldBodies& w, Index candidate, Index node
     if (other.shape == ShapeType::kMesh) continue;  // through the detector
     const Proximity prox = ShapeProximity(w.rigid.ShapeAt(k), p);
     const Scalar gap = prox.distance - radius;
-    const Vec3 vq = other.v + Cross(other.omega, prox.point - other.x);
-    if (!InReach(gap, vp - vq, dt, margin)) continue;
+    const bool reach = bits ? ((cand.reach[std::size_t(c)] >> bit) & 1) != 0
+                            : InReach(gap, vp - (other.v + Cross(other.omega, prox.point - other.x)), dt, margin);
+    ++bit;
+    if (!reach) continue;
     const Index nj = nodes->RigidPoint(w, k, prox.point);
     const Index id = w.BodyId(BodyKind::kRigid, k);
     out->Add(node, nj, ContactFrame(prox.normal), gap, MixFriction(side, BodySide(BodyKind::kRigid, id, other.mu1)),

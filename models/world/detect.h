@@ -46,11 +46,11 @@ class DetectStage : public ContactRecordWriter {
  private:
   void RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
                      ContactWriter* out);
-  // a deformable node (radius r) of body `side` against the static shapes and the rigid bodies'
-  // analytic shapes (mesh bodies go through the detector); candidate: its index among the flagged
-  // points (the backend remakes its S-contacts)
-  void NodeContacts(const WorldBodies& w, Index candidate, Index node, const Vec3& p, const Vec3& vp, Scalar radius,
-                    const ContactSide& side, Nodalizer* nodes, ContactWriter* out);
+  // flagged point c of `cand`, a deformable node (radius r) of body `side`, against the static
+  // shapes and the rigid bodies' analytic shapes (mesh bodies go through the detector); the
+  // backend remakes its S-contacts
+  void NodeContacts(const WorldBodies& w, const NodeCandidates& cand, Index c, Index node, Scalar radius, const ContactSide& side,
+                    Nodalizer* nodes, ContactWriter* out);
   // cable links against cable links (a == b: self-contact), found on the backend
   struct CablePair {
     std::size_t a, b;
