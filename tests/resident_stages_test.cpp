@@ -1,7 +1,8 @@
 // The world's stages on the backend (issue 23 item 2, docs/architecture.md "Device-resident
 // step"): the FEM rigid predictor (FemModel::RigidPredictor), formerly a host loop over the
 // downloaded x and v. Reference: that host loop (kept here as it was, RigidPart), on random
-// positions and velocities.
+// positions and velocities. The inelastic stage's corrections of lone S-contacts
+// (InelasticNodeOp). Reference: the same stage with every correction on the host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include "condsim/backend.h"
 #include "models/fem/fem_model.h"
 #include "models/fem/tet_mesh.h"
+#include "models/world/scene.h"
+#include "io/scene.h"
 #include "test_util.h"
 
 namespace condsim {
@@ -103,6 +106,47 @@ TEST(SegmentedMaxAbs, CheckedOffsetsMatchAndReadNothing) {
   EXPECT_TRUE(std::isnan(g[3]));
   for (int s : {0, 1, 2, 4}) EXPECT_EQ(g[std::size_t(s)], r[std::size_t(s)]);
   EXPECT_THROW(be->SegmentedMaxAbs(xd, SegmentOffsets(be.get(), {0, 10001}), &got), Error);
+}
+
+// the inelastic stage corrects a pressed S-contact whose node no other pressed contact touches on
+// the backend (InelasticNodeOp, the arithmetic of ApplyInelasticContacts): a ball sliding and
+// rolling onto a plane against a second ball (FEM-FEM contacts: their nodes stay on the host), a
+// cable falling on the plane and over a rigid box (rigid components: on the host), 30 steps;
+// every velocity equals, bitwise, the run with every correction on the host, and some contacts
+// were corrected on the backend
+TEST(InelasticStage, LoneSContactsOnTheBackendEqualTheHostCorrection) {
+  const Scene scene = ParseScene(R"({"world": {"dt": 0.01}, "static": [{"type": "plane", "mu": [0.2, 0.6]}],
+    "fem_bodies": [
+      {"name": "a", "mesh": {"generator": "sphere", "center": [0, 0, 0.0205], "radius": 0.02, "element_size": 0.01},
+       "material": {"young": 5e5, "poisson": 0.35}, "velocity": [0.3, 0.05, -0.1], "angular_velocity": [0, 4, 0]},
+      {"name": "b", "mesh": {"generator": "sphere", "center": [0.06, 0, 0.0205], "radius": 0.02, "element_size": 0.01},
+       "material": {"young": 5e5, "poisson": 0.35}}],
+    "rods": [{"name": "cable", "points": [[-0.1, -0.1, 0.03], [0.1, -0.1, 0.03]], "segments": 20,
+              "material": {"radius": 0.002, "young": 2e6, "poisson": 0.45, "density": 1200}}],
+    "rigid_bodies": [{"name": "block", "shape": "box", "half_extents": [0.01, 0.03, 0.01], "mass": 0.05,
+                      "position": [0, -0.1, 0.0101]}]})",
+                                 "inelastic.json", "");
+  auto b1 = MakeBackend(BackendChoice::kCpu).backend, b2 = MakeBackend(BackendChoice::kCpu).backend;
+  SceneWorld host = BuildWorld(scene, b1.get()), dev = BuildWorld(scene, b2.get());
+  host.world->set_inelastic_host_only(true);
+  Index on_backend = 0, contacts = 0;
+  for (int k = 0; k < 30; ++k) {
+    host.world->Step();
+    const StepStats st = dev.world->Step();
+    ASSERT_EQ(host.world->inelastic_backend_contacts(), 0);
+    on_backend += dev.world->inelastic_backend_contacts();
+    contacts += st.contacts;
+    for (Index f : dev.fem_ids) ASSERT_EQ(dev.world->FemVelocities(f), host.world->FemVelocities(f)) << "step " << k;
+    for (Index r : dev.rod_ids) ASSERT_EQ(dev.world->RodVelocities(r), host.world->RodVelocities(r)) << "step " << k;
+    for (Index r : dev.rigid_ids) {
+      const RigidBody &a = dev.world->rigid_body(r), &b = host.world->rigid_body(r);
+      for (int d = 0; d < 3; ++d) ASSERT_EQ(a.v[d], b.v[d]) << "step " << k;
+      for (int d = 0; d < 3; ++d) ASSERT_EQ(a.omega[d], b.omega[d]) << "step " << k;
+    }
+  }
+  std::printf("%lld of %lld contacts corrected on the backend\n", static_cast<long long>(on_backend), static_cast<long long>(contacts));
+  EXPECT_GT(on_backend, 50);
+  EXPECT_LT(on_backend, contacts);
 }
 
 }  // namespace

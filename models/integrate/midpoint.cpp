@@ -8,8 +8,7 @@
 namespace condsim {
 
 bool IsSticking(const ContactSet& contacts, const std::vector<Scalar>& lambda, Index m) {
-  return std::hypot(lambda[3 * std::size_t(m) + 1], lambda[3 * std::size_t(m) + 2]) <
-         std::min(contacts.mu1[m], contacts.mu2[m]) * lambda[3 * std::size_t(m)] * (1 - 1e-9);
+  return ImpulseSticks(lambda.data() + 3 * std::size_t(m), contacts.mu1[m], contacts.mu2[m]);
 }
 
 void ApplyInelasticContacts(const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& vhat,

@@ -7,6 +7,7 @@
 // Host-side (node arrays of 3 per node): the World and the solver tests use it.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "condsim/contacts.h"
@@ -17,6 +18,15 @@ namespace condsim {
 // a pressed contact m sticks: its tangential force is inside the cone (below min(mu1, mu2)
 // lambda_n, 1e-9 relative); the rule both the node and the rigid-body updates use
 bool IsSticking(const ContactSet& contacts, const std::vector<Scalar>& lambda, Index m);
+// the same rule on one contact's impulse (l: 3, normal first) and friction (host and device)
+CONDSIM_HD_INLINE bool ImpulseSticks(const Scalar* l, Scalar mu1, Scalar mu2) {
+#if defined(__CUDA_ARCH__)
+  const Scalar t = ::hypot(l[1], l[2]);
+#else
+  const Scalar t = std::hypot(l[1], l[2]);
+#endif
+  return t < (mu2 < mu1 ? mu2 : mu1) * l[0] * (1 - Scalar(1e-9));
+}
 
 // v_next (3 per base node): on entry 2 v-hat - v_k, on return with the inelastic correction:
 // per pressed contact and corrected axis d, the relative velocity of its two sides along d is

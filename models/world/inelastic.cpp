@@ -47,6 +47,52 @@ class Correction {
         base_(static_cast<Index>(mass.size())),
         rigid_first_(rigid_.num_bodies() > 0 ? w->RigidNode(0) : base_) {}
 
+  // the pressed S-contacts on a deformable node (with mass) that no other pressed contact
+  // touches: corrected on the backend (nobody else moves their node, so the order of the
+  // corrections does not matter and the result is the per-contact closed form's), the others here
+  void SelectBackendContacts(bool host_only) {
+    on_backend_.assign(std::size_t(contacts_.size()), 0);
+    if (host_only) return;
+    std::vector<Index> hosts;
+    for (Index m = 0; m < contacts_.size(); ++m)
+      if (Pressed(m)) ForEachHost(m, [&](int, Index host, const Scalar*) { hosts.push_back(host); });
+    std::sort(hosts.begin(), hosts.end());
+    for (Index m = 0; m < contacts_.size(); ++m) {
+      const Index i = contacts_.node_i[m];
+      if (!Pressed(m) || contacts_.node_j[m] >= 0 || i < 0 || i >= base_ || IsRigid(i) || !(mass_[i] > 0)) continue;
+      const auto same = std::equal_range(hosts.begin(), hosts.end(), i);
+      if (same.second - same.first == 1) on_backend_[std::size_t(m)] = 1;
+    }
+  }
+
+  // those contacts' corrections on the backend: their indices (in node order) in one upload, one
+  // launch per deformable part
+  void CorrectOnBackend(const ContactView& record, const Scalar* lambda_dev) {
+    std::vector<std::pair<Index, Index>> by_node;  // (node, contact)
+    for (Index m = 0; m < contacts_.size(); ++m)
+      if (on_backend_[std::size_t(m)]) by_node.push_back({contacts_.node_i[m], m});
+    buf_.items_host.clear();
+    if (by_node.empty()) return;
+    std::sort(by_node.begin(), by_node.end());
+    buf_.items_host.clear();
+    buf_.item_part.assign(w_.num_deformable() + 1, 0);
+    for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+      const Index first = w_.system->part_offset(w_.DeformablePart(d)), end = first + w_.DeformableNodes(d);
+      buf_.item_part[d] = static_cast<Index>(buf_.items_host.size());
+      auto lo = std::lower_bound(by_node.begin(), by_node.end(), std::make_pair(first, Index(-1)));
+      for (auto it = lo; it != by_node.end() && it->first < end; ++it) buf_.items_host.push_back(it->second);
+    }
+    buf_.item_part[w_.num_deformable()] = static_cast<Index>(buf_.items_host.size());
+    CONDSIM_CHECK(buf_.items_host.size() == by_node.size(), "inelastic stage: a contact node outside the deformable parts");
+    buf_.items.Assign(w_.backend, buf_.items_host);
+    for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
+      const Index b = buf_.item_part[d], n = buf_.item_part[d + 1] - b;
+      if (n > 0)
+        buf_.kernels->Run(n, InelasticNodeOp{record, lambda_dev, buf_.mass.data(), w_.v.data(), buf_.items.data() + b,
+                                             w_.system->part_offset(w_.DeformablePart(d)), w_.DeformableVelocity(d).data()});
+    }
+  }
+
   // v-hat and v_next (every base node's velocity after the update) in the global node layout, on
   // the nodes the correction reads and writes: the deformable hosts of pressed contacts, read
   // from the backend (one upload of their indices, one gather per part, one read back), and the
@@ -57,7 +103,7 @@ class Correction {
     // the deformable hosts, by global node (so grouped by part)
     touched_.clear();
     for (Index m = 0; m < contacts_.size(); ++m)
-      if (Pressed(m))
+      if (Pressed(m) && !on_backend_[std::size_t(m)])
         ForEachHost(m, [&](int, Index host, const Scalar*) {
           if (!IsRigid(host)) touched_.push_back(host);
         });
@@ -140,6 +186,8 @@ class Correction {
       coupled.push_back({root, m});
       lambda_deformable[3 * std::size_t(m)] = 0;
     }
+    for (Index m = 0; m < contacts_.size(); ++m)
+      if (on_backend_[std::size_t(m)]) lambda_deformable[3 * std::size_t(m)] = 0;
     ApplyInelasticContacts(contacts_, lambda_deformable, vhat_, mass_, &vn_, &v_next_);
     std::stable_sort(coupled.begin(), coupled.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     return coupled;
@@ -326,6 +374,7 @@ class Correction {
   const Index base_, rigid_first_;
   std::vector<Scalar> vhat_, v_next_;  // global layout; only the touched and rigid nodes are set
   std::vector<Index> touched_;         // the deformable hosts of pressed contacts, sorted
+  std::vector<char> on_backend_;       // per contact: corrected on the backend
   std::vector<Index> part_begin_;      // per deformable part its first entry in the index order
   std::vector<Index> parent_;                         // union-find over the base nodes
   std::vector<std::pair<Index, Index>> group_roots_;  // (component root, rigid group), by root
@@ -348,14 +397,18 @@ void InelasticStage::Build(const WorldBodies& w) {
   const Index base = static_cast<Index>(mass_.size());
   buf_.idx.Reserve(w.backend, 2 * base);
   buf_.values.Reserve(w.backend, 6 * base);
+  buf_.items.Reserve(w.backend, base);
+  buf_.mass = Array<Scalar>(w.backend, mass_);
 }
 
 void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda,
-                         const std::vector<Scalar>& rigid_vhat) {
+                         const std::vector<Scalar>& rigid_vhat, const ContactView& record, const Scalar* lambda_dev) {
   Correction c(w, &buf_, mass_, contacts, lambda, rigid_vhat);
+  c.SelectBackendContacts(host_only_);
   c.Gather();
   c.SolveRigidComponents(c.SplitComponents());
   c.Scatter();
+  c.CorrectOnBackend(record, lambda_dev);
 }
 
 }  // namespace condsim

@@ -25,9 +25,17 @@ class InelasticStage {
   // the node masses of the deformable parts (once, at the first step)
   void Build(const WorldBodies& w);
   // after Integrate: the step's solution v-hat in w->v (backend) and its rigid part on the host
-  // (3 per rigid node); lambda: its impulses. Reads back and writes only the deformable hosts of
-  // pressed contacts (24 B per node each way, plus 16 B of indices per node uploaded)
-  void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& rigid_vhat);
+  // (3 per rigid node); lambda: its impulses; record, lambda_dev: the same contacts and impulses
+  // on the backend. A pressed S-contact on a deformable node no other pressed contact touches is
+  // corrected there (InelasticNodeOp; 4 B per contact uploaded); the other deformable hosts of
+  // pressed contacts are read back and written (24 B per node each way, plus 16 B of indices per
+  // node uploaded)
+  void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& rigid_vhat,
+           const ContactView& record, const Scalar* lambda_dev);
+  // tests: every correction on the host (the reference of the backend's)
+  void set_host_only(bool on) { host_only_ = on; }
+  // how many contacts the last Run corrected on the backend
+  Index backend_contacts() const { return static_cast<Index>(buf_.items_host.size()); }
 
   // the backend side of a step: the touched nodes' indices and velocities
   struct Buffers {
@@ -36,11 +44,15 @@ class InelasticStage {
     Array<Scalar> values;    // gathered v-hat, then v_next (3 each per touched node); v_next back
     std::vector<Index> idx_host;
     std::vector<Scalar> values_host;
+    Array<Scalar> mass;      // per base node [kg]
+    Array<Index> items;      // the contacts corrected on the backend, by part
+    std::vector<Index> items_host, item_part;  // and per part its first item (one more entry)
   };
 
  private:
   std::vector<Scalar> mass_;  // per base node: lumped mass [kg]; 0 on rigid and rotation nodes
   Buffers buf_;
+  bool host_only_ = false;
 };
 
 }  // namespace condsim

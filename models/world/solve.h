@@ -30,6 +30,9 @@ class SolveStage {
   // tests: the last Run's contacts on the backend, read back (CondSolver::BackendContacts)
   ContactSet BackendContacts() const { return solver_->BackendContacts(); }
   const ContactSet& HostContacts() const { return solver_->contacts(); }
+  // the last Run's contacts and impulses on the backend (CondSolver::contact_record)
+  ContactView contact_record() const { return solver_->contact_record(); }
+  const Scalar* impulses_on_backend() const { return solver_->impulses_on_backend(); }
   std::vector<Scalar> Impulses() const { return solver_->Impulses(); }
   // the last Run's backend traffic in the solver's own calls (setup and solve, loop included)
   const BackendCounters& solver_counters() const { return solver_counters_; }

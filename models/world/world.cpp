@@ -489,7 +489,7 @@ StepStats World::Step() {
   Integrate(&w_, vhat.rigid);
   if (w_.params.inelastic && contacts.size() > 0) {
     StepStage inelastic_stage("inelastic", &stats.inelastic_seconds);
-    inelastic_.Run(&w_, contacts, lambda, vhat.rigid);
+    inelastic_.Run(&w_, contacts, lambda, vhat.rigid, solve_.contact_record(), solve_.impulses_on_backend());
   }
   for (std::size_t e = 0; e < ne; ++e)
     if (w_.env_failed[e] && !failed_before[e]) FreezeEnvironment(Index(e));

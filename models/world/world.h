@@ -197,6 +197,9 @@ class World {
   // holds it (read back)
   const ContactSet& HostContacts() const { return solve_.HostContacts(); }
   ContactSet BackendContacts() const { return solve_.BackendContacts(); }
+  // tests: the inelastic stage corrects every contact on the host (InelasticStage::set_host_only)
+  void set_inelastic_host_only(bool on) { inelastic_.set_host_only(on); }
+  Index inelastic_backend_contacts() const { return inelastic_.backend_contacts(); }
   // how many of them the backend remade (the S-contacts of FEM nodes and cable centres against
   // static shapes, DetectStage::Write)
   Index remade_contacts() const { return detect_.remakes() ? detect_.remade_contacts() : 0; }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include "condsim/core.h"
+#include "condsim/contacts.h"
 #include "condsim/math.h"
+#include "models/integrate/midpoint.h"
 
 namespace condsim {
 
@@ -56,6 +58,35 @@ struct BodyMomentumTermsOp {
     for (int d = 0; d < 3; ++d) {
       terms[(1 + d) * std::int64_t(n) + i] = p[d];
       terms[(4 + d) * std::int64_t(n) + i] = l[d];
+    }
+  }
+};
+
+// the inelastic correction (midpoint.h ApplyInelasticContacts, its arithmetic) of pressed
+// S-contacts on base nodes no other pressed contact touches, one part's: per item k, contact m =
+// item[k] on node i (global; i - first in the part's velocity v), every corrected axis d (the
+// normal; the tangents too when it sticks): v_i += (y / m_i) d, y = d.(v-hat_i - v_i) / (1 / m_i)
+struct InelasticNodeOp {
+  ContactView c;          // the solve's contact record
+  const Scalar* lambda;   // its impulses, 3 per contact
+  const Scalar* mass;     // per base node [kg]
+  const Scalar* vhat;     // v-hat, 3 per base node (the global layout)
+  const Index* item;
+  Index first;
+  Scalar* v;              // the part's velocity after the update, 3 per node
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index m = item[k], node = c.node_i[m], local = node - first;
+    const int axes = ImpulseSticks(lambda + 3 * m, c.mu1[m], c.mu2[m]) ? 3 : 1;
+    const Vec3 vh = LoadVec3(vhat, node);
+    const Scalar cn = 1, mn = mass[node];
+    for (int a = 0; a < axes; ++a) {
+      const Vec3 d(c.frame[9 * m + 3 * a], c.frame[9 * m + 3 * a + 1], c.frame[9 * m + 3 * a + 2]);
+      Scalar delta = 0, den = 0;
+      delta += cn * Dot(d, vh - LoadVec3(v, local));
+      den += cn * cn / mn;
+      if (!(den > 0)) continue;
+      const Scalar y = delta / den;
+      AddVec3(v, local, (cn * y / mn) * d);
     }
   }
 };
