@@ -284,6 +284,36 @@ TEST(ResidentStep, WorldStagesTransferNoDofSizedArrays) {
   }
 }
 
+// soft_mat_folding, steps 2-10: the world's own stages (the inelastic stage, the records) read
+// no impulses unless asked: at most 1 B per contact and 1 KB more per step (which contacts are
+// pressed; its lone S-contacts are corrected on the backend, InelasticNodeOp), where reading the
+// impulses costs 24 B per contact; World::contacts() then reads them once (24 B per contact, one
+// download) and a second call reads nothing. Reference: those byte counts (exact bounds)
+TEST(ResidentStep, ImpulsesAreReadOnlyForTheRecords) {
+  const Scene scene = LoadScene(std::string(CONDSIM_SOURCE_DIR) + "/scenes/soft_mat_folding.json");
+  auto be = Cpu();
+  SceneWorld sw = BuildWorld(scene, be.get());
+  for (int k = 0; k < 10; ++k) {
+    ApplyControls(scene, &sw);
+    const BackendCounters before = be->counters();
+    const StepStats st = sw.world->Step();
+    const BackendCounters own = (be->counters() - before) - st.detect_counters - st.modes_counters - st.pattern_counters - st.solver_counters;
+    const BackendCounters c0 = be->counters();
+    const std::size_t records = sw.world->contacts().size();
+    const BackendCounters first = be->counters() - c0;
+    const BackendCounters c1 = be->counters();
+    sw.world->contacts();
+    const BackendCounters second = be->counters() - c1;
+    if (k == 0) continue;
+    ASSERT_GT(st.contacts, 100) << "step " << k + 1;
+    EXPECT_LE(own.download_bytes, std::int64_t(st.contacts) + 1024) << "step " << k + 1;
+    EXPECT_EQ(records, std::size_t(st.contacts));
+    EXPECT_EQ(first.downloads, 1);
+    EXPECT_EQ(first.download_bytes, 24 * std::int64_t(st.contacts));
+    EXPECT_EQ(second.downloads, 0);
+  }
+}
+
 // the FEM scenes, steps 2-20: the body modes' stage (rigid groups and the body modes' patches
 // and arms, StepStats::modes_counters) moves no FEM position or arm: its arms are computed on the
 // backend (BodyPatchArms) and positions come to the host only when patches are made (the first

@@ -35,17 +35,63 @@ void Unite(std::vector<Index>* parent, Index a, Index b) {
 class Correction {
  public:
   Correction(WorldBodies* w, InelasticStage::Buffers* buf, const std::vector<Scalar>& mass, const ContactSet& contacts,
-             const std::vector<Scalar>& lambda, const std::vector<Scalar>& rigid_vhat)
+             const std::vector<Scalar>& rigid_vhat)
       : w_(*w),
         buf_(*buf),
         rigid_(w->rigid),
         vn_(w->system->virtual_nodes()),
         mass_(mass),
         contacts_(contacts),
-        lambda_(lambda),
         rigid_vhat_(rigid_vhat),
         base_(static_cast<Index>(mass.size())),
         rigid_first_(rigid_.num_bodies() > 0 ? w->RigidNode(0) : base_) {}
+
+  // which contacts are pressed (lambda_n > 0): one flag per contact from the backend; when no
+  // contact can be corrected there (host_only, or no S-contact on a deformable node), every
+  // impulse in one read instead
+  void ReadPressed(const Scalar* lambda, bool host_only) {
+    const Index n = contacts_.size();
+    bool lone_possible = false;
+    for (Index m = 0; m < n && !host_only && !lone_possible; ++m) {
+      const Index i = contacts_.node_i[m];
+      lone_possible = contacts_.node_j[m] < 0 && i >= 0 && i < base_ && !IsRigid(i) && mass_[i] > 0;
+    }
+    all_lambda_ = !lone_possible;
+    if (all_lambda_) {
+      lambda_.resize(3 * std::size_t(n));
+      w_.backend->CopyToHost(lambda_.data(), lambda, sizeof(Scalar) * lambda_.size());
+      buf_.pressed_host.resize(std::size_t(n));
+      for (Index m = 0; m < n; ++m) buf_.pressed_host[std::size_t(m)] = lambda_[3 * std::size_t(m)] > 0 ? 1 : 0;
+      return;
+    }
+    buf_.pressed.Resize(w_.backend, n);
+    buf_.kernels->Run(n, PressedFlagOp{lambda, buf_.pressed.data()});
+    buf_.pressed_host.resize(std::size_t(n));
+    w_.backend->CopyToHost(buf_.pressed_host.data(), buf_.pressed.data(), std::size_t(n));
+  }
+
+  // the impulses of the pressed contacts corrected here (the others are not read: 0): gathered on
+  // the backend, or all of them in one read when those are over half the contacts
+  void ReadImpulses(const Scalar* lambda) {
+    if (all_lambda_) return;
+    const Index n = contacts_.size();
+    lambda_.assign(3 * std::size_t(n), 0);
+    buf_.lambda_idx_host.clear();
+    for (Index m = 0; m < n; ++m)
+      if (Pressed(m) && !on_backend_[std::size_t(m)]) buf_.lambda_idx_host.push_back(m);
+    const Index k = static_cast<Index>(buf_.lambda_idx_host.size());
+    if (k == 0) return;
+    if (2 * k > n) {
+      w_.backend->CopyToHost(lambda_.data(), lambda, sizeof(Scalar) * lambda_.size());
+      return;
+    }
+    buf_.lambda_idx.Assign(w_.backend, buf_.lambda_idx_host);
+    buf_.lambda_values.Resize(w_.backend, 3 * k);
+    buf_.kernels->Run(k, GatherVec3Op{lambda, buf_.lambda_idx.data(), buf_.lambda_values.data()});
+    buf_.lambda_values_host.resize(3 * std::size_t(k));
+    w_.backend->CopyToHost(buf_.lambda_values_host.data(), buf_.lambda_values.data(), sizeof(Scalar) * 3 * std::size_t(k));
+    for (Index q = 0; q < k; ++q) StoreVec3(lambda_.data(), buf_.lambda_idx_host[std::size_t(q)], LoadVec3(buf_.lambda_values_host.data(), q));
+  }
 
   // the pressed S-contacts on a deformable node (with mass) that no other pressed contact
   // touches: corrected on the backend (nobody else moves their node, so the order of the
@@ -232,7 +278,7 @@ class Correction {
 
  private:
   bool IsRigid(Index node) const { return node >= rigid_first_ && node < rigid_first_ + 2 * rigid_.num_bodies(); }
-  bool Pressed(Index m) const { return lambda_[3 * std::size_t(m)] > 0; }
+  bool Pressed(Index m) const { return buf_.pressed_host[std::size_t(m)] != 0; }
 
   // f(side, host, J_a) for every base node a side of contact m moves with (a node: itself with
   // J = I; a virtual node: its hosts, eq. 14); mass-0 deformable nodes (cable rotation nodes)
@@ -369,7 +415,8 @@ class Correction {
   const VirtualNodeSet& vn_;
   const std::vector<Scalar>& mass_;
   const ContactSet& contacts_;
-  const std::vector<Scalar>& lambda_;
+  std::vector<Scalar> lambda_;  // the pressed host-corrected contacts' impulses (3 each), else 0
+  bool all_lambda_ = false;     // lambda_ holds every contact's impulse
   const std::vector<Scalar>& rigid_vhat_;
   const Index base_, rigid_first_;
   std::vector<Scalar> vhat_, v_next_;  // global layout; only the touched and rigid nodes are set
@@ -401,14 +448,22 @@ void InelasticStage::Build(const WorldBodies& w) {
   buf_.mass = Array<Scalar>(w.backend, mass_);
 }
 
-void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda,
-                         const std::vector<Scalar>& rigid_vhat, const ContactView& record, const Scalar* lambda_dev) {
-  Correction c(w, &buf_, mass_, contacts, lambda, rigid_vhat);
+void InelasticStage::Reserve(Backend* backend, Index contacts) {
+  buf_.pressed.Reserve(backend, contacts);
+  buf_.lambda_idx.Reserve(backend, contacts);
+  buf_.lambda_values.Reserve(backend, 3 * contacts);
+}
+
+void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& rigid_vhat, const ContactView& record,
+                         const Scalar* lambda) {
+  Correction c(w, &buf_, mass_, contacts, rigid_vhat);
+  c.ReadPressed(lambda, host_only_);
   c.SelectBackendContacts(host_only_);
+  c.ReadImpulses(lambda);
   c.Gather();
   c.SolveRigidComponents(c.SplitComponents());
   c.Scatter();
-  c.CorrectOnBackend(record, lambda_dev);
+  c.CorrectOnBackend(record, lambda);
 }
 
 }  // namespace condsim

@@ -25,13 +25,17 @@ class InelasticStage {
   // the node masses of the deformable parts (once, at the first step)
   void Build(const WorldBodies& w);
   // after Integrate: the step's solution v-hat in w->v (backend) and its rigid part on the host
-  // (3 per rigid node); lambda: its impulses; record, lambda_dev: the same contacts and impulses
-  // on the backend. A pressed S-contact on a deformable node no other pressed contact touches is
-  // corrected there (InelasticNodeOp; 4 B per contact uploaded); the other deformable hosts of
-  // pressed contacts are read back and written (24 B per node each way, plus 16 B of indices per
-  // node uploaded)
-  void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& lambda, const std::vector<Scalar>& rigid_vhat,
-           const ContactView& record, const Scalar* lambda_dev);
+  // (3 per rigid node); contacts: the step's contacts, record and lambda: the same on the backend
+  // with their impulses (3 per contact). Reads back which contacts are pressed (1 B per contact,
+  // PressedFlagOp). A pressed S-contact on a deformable node no other pressed contact touches is
+  // corrected on the backend (InelasticNodeOp; 4 B per contact uploaded); for the other pressed
+  // contacts their impulses (24 B each, 4 B of indices up; every contact's in one read when they
+  // are over half the contacts) and their deformable hosts are read back and written (24 B per
+  // node each way, plus 16 B of indices per node uploaded)
+  void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& rigid_vhat, const ContactView& record,
+           const Scalar* lambda);
+  // capacity for the flags and impulses of up to `contacts` contacts
+  void Reserve(Backend* backend, Index contacts);
   // tests: every correction on the host (the reference of the backend's)
   void set_host_only(bool on) { host_only_ = on; }
   // how many contacts the last Run corrected on the backend
@@ -47,6 +51,12 @@ class InelasticStage {
     Array<Scalar> mass;      // per base node [kg]
     Array<Index> items;      // the contacts corrected on the backend, by part
     std::vector<Index> items_host, item_part;  // and per part its first item (one more entry)
+    Array<unsigned char> pressed;              // per contact: pressed (PressedFlagOp)
+    std::vector<unsigned char> pressed_host;
+    Array<Index> lambda_idx;                   // the host's pressed contacts
+    Array<Scalar> lambda_values;               // and their impulses (3 each)
+    std::vector<Index> lambda_idx_host;
+    std::vector<Scalar> lambda_values_host;
   };
 
  private:

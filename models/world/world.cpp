@@ -392,6 +392,7 @@ void World::ReserveForContacts() {
   w_.system->Reserve(bounds, &w_.v);
   solve_.Reserve(bounds, w_.system->num_base_nodes() + bounds.virtual_nodes);
   detect_.Reserve(bounds.contacts);
+  inelastic_.Reserve(w_.backend, bounds.contacts);
 }
 
 namespace {
@@ -425,6 +426,9 @@ StepStats World::Step() {
   // profiler ranges (NVTX on CUDA builds): the step, and its stages inside it
   ProfileRange step_range("step " + std::to_string(steps_));
   if (!finalized_) Finalize();
+  // the last step's records go (a step that throws leaves none)
+  records_.clear();
+  records_stale_ = false;
   StepStats stats;
   const std::size_t ne = std::size_t(num_envs());
   stats.envs.resize(ne);
@@ -485,15 +489,16 @@ StepStats World::Step() {
   take(solve_failures);
   // frozen environments: v-hat 0 (they keep their positions), velocities 0
   if (std::find(w_.env_failed.begin(), w_.env_failed.end(), 1) != w_.env_failed.end()) solve_.ZeroFailed(&w_, &vhat);
-  const std::vector<Scalar> lambda = solve_.Impulses();
   Integrate(&w_, vhat.rigid);
   if (w_.params.inelastic && contacts.size() > 0) {
     StepStage inelastic_stage("inelastic", &stats.inelastic_seconds);
-    inelastic_.Run(&w_, contacts, lambda, vhat.rigid, solve_.contact_record(), solve_.impulses_on_backend());
+    inelastic_.Run(&w_, contacts, vhat.rigid, solve_.contact_record(), solve_.impulses_on_backend());
   }
   for (std::size_t e = 0; e < ne; ++e)
     if (w_.env_failed[e] && !failed_before[e]) FreezeEnvironment(Index(e));
-  Record(contacts, lambda);
+  // the contact records are made when first asked for (contacts(), BodyWrench): the impulses
+  // come to the host only then
+  records_stale_ = true;
   if (body_momenta_) stats.bodies = BodyMomenta();
   // per environment: the solve and the health report (a failed environment: 0 iterations)
   for (std::size_t e = 0; e < ne; ++e) {
@@ -539,7 +544,15 @@ void World::FreezeEnvironment(Index env) {
   }
 }
 
-void World::Record(const ContactSet& contacts, const std::vector<Scalar>& lambda) {
+const std::vector<ContactRecord>& World::contacts() const {
+  if (records_stale_) {
+    Record(solve_.HostContacts(), solve_.Impulses());
+    records_stale_ = false;
+  }
+  return records_;
+}
+
+void World::Record(const ContactSet& contacts, const std::vector<Scalar>& lambda) const {
   const std::vector<ContactMeta>& meta = detect_.meta();
   records_.clear();
   for (Index m = 0; m < contacts.size(); ++m) {
@@ -562,7 +575,7 @@ Wrench World::BodyWrench(Index body) const {
   Wrench w;
   Vec3 ref;
   if (body >= 0 && std::size_t(body) < w_.ids.size() && w_.ids[body].first == BodyKind::kRigid) ref = rigid_body(body).x;
-  for (const ContactRecord& r : records_) AddContactWrench(r, body, ref, &w);
+  for (const ContactRecord& r : contacts()) AddContactWrench(r, body, ref, &w);
   return w;
 }
 

@@ -181,7 +181,9 @@ class World {
   const Array<Scalar>& fem_positions(Index body) const;
   std::vector<Scalar> FemVelocities(Index body) const;
   void SetFemVelocities(Index body, const std::vector<Scalar>& v);
-  const std::vector<ContactRecord>& contacts() const { return records_; }
+  // the last step's contacts (made on the first call after a step, which reads the impulses back;
+  // none after a step that threw; not safe to call from two threads at once)
+  const std::vector<ContactRecord>& contacts() const;
   // every body's kinetic energy, linear and angular momentum (about the world origin) at the
   // current state, per body id (FEM bodies and cables: their point sums reduced on the backend,
   // BodyMomentumSums, 7 numbers per body read back; rigid bodies: WorldBodies::RigidMomentum);
@@ -215,7 +217,7 @@ class World {
   void FreezeEnvironment(Index env);
   void CheckJoint(Index joint) const;
   // this step's contact records from the contacts, their metadata and impulses
-  void Record(const ContactSet& contacts, const std::vector<Scalar>& lambda);
+  void Record(const ContactSet& contacts, const std::vector<Scalar>& lambda) const;
 
   WorldBodies w_;
   Nodalizer nodes_;
@@ -224,7 +226,8 @@ class World {
   SolveStage solve_;
   InelasticStage inelastic_;
   HealthStage health_;
-  std::vector<ContactRecord> records_;
+  mutable std::vector<ContactRecord> records_;
+  mutable bool records_stale_ = false;  // a step since records_ were made
   bool finalized_ = false;
   bool body_momenta_ = false;
   BodyMomentumSums momenta_;  // the deformable bodies' momenta, reduced on the backend

@@ -6,6 +6,6 @@
 
 namespace condsim {
 
-class WorldKernels : public KernelSet<VhatTermsOp, BodyMomentumTermsOp, GatherVec3Op, ScatterVec3Op, InelasticNodeOp> {};
+class WorldKernels : public KernelSet<VhatTermsOp, BodyMomentumTermsOp, GatherVec3Op, ScatterVec3Op, InelasticNodeOp, PressedFlagOp> {};
 
 }  // namespace condsim

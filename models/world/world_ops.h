@@ -91,6 +91,13 @@ struct InelasticNodeOp {
   }
 };
 
+// per contact m: pressed[m] = 1 when its normal impulse is positive (lambda 3 per contact)
+struct PressedFlagOp {
+  const Scalar* lambda;
+  unsigned char* pressed;
+  CONDSIM_HD_INLINE void operator()(Index m) const { pressed[m] = lambda[3 * m] > 0 ? 1 : 0; }
+};
+
 // dst node k = src node idx[k] (3 per node)
 struct GatherVec3Op {
   const Scalar* src;
