@@ -120,7 +120,6 @@ class Correction {
     buf_.items_host.clear();
     if (by_node.empty()) return;
     std::sort(by_node.begin(), by_node.end());
-    buf_.items_host.clear();
     buf_.item_part.assign(w_.num_deformable() + 1, 0);
     for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
       const Index first = w_.system->part_offset(w_.DeformablePart(d)), end = first + w_.DeformableNodes(d);
