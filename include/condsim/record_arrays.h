@@ -41,6 +41,7 @@ inline std::size_t RecordPackedBytes(std::size_t bytes) { return (bytes + 7) / 8
   this->name.Reserve(record_backend_, ::condsim::CheckedIndex(record_host_.name.size(), #name)); \
   record_bytes_ += ::condsim::RecordPackedBytes(sizeof(T) * record_host_.name.size());
 #define CONDSIM_RECORD_ARRAY_VIEW(T, name) record_view_.name = this->name.data();
+#define CONDSIM_RECORD_ARRAY_DOWNLOAD(T, name) record_host_->name = this->name.ToHost();
 #define CONDSIM_RECORD_ARRAYS(Name, View, FIELDS)                                      \
   struct Name {                                                                        \
     FIELDS(CONDSIM_RECORD_ARRAY_MEMBER)                                                \
@@ -85,6 +86,18 @@ inline std::size_t RecordPackedBytes(std::size_t bytes) { return (bytes + 7) / 8
       View record_view_;                                                               \
       FIELDS(CONDSIM_RECORD_ARRAY_VIEW)                                                \
       return record_view_;                                                             \
+    }                                                                                  \
+    /* the same with writable fields (a CONDSIM_RECORD_OUT_VIEW of the same fields) */ \
+    template <class OutView>                                                           \
+    OutView out_view() {                                                               \
+      OutView record_view_;                                                            \
+      FIELDS(CONDSIM_RECORD_ARRAY_VIEW)                                                \
+      return record_view_;                                                             \
+    }                                                                                  \
+    /* every field read back into the same-named member of `record_host_` */           \
+    template <class Host>                                                              \
+    void Download(Host* record_host_) const {                                          \
+      FIELDS(CONDSIM_RECORD_ARRAY_DOWNLOAD)                                            \
     }                                                                                  \
                                                                                        \
    private:                                                                            \

@@ -185,8 +185,11 @@ Index DetectStage::remade_contacts() const {
 }
 
 bool DetectStage::remakes() const {
+  // bytes: the plan's five indices per contact and 12 numbers per contact made here, against the
+  // set's 3 indices and 12 numbers per contact
   const std::size_t total = plan_.source.size(), remade = std::size_t(remade_contacts());
-  return remade > 0 && 20 * total + 96 * (total - remade) < 108 * total;
+  const std::size_t plan = 5 * sizeof(Index) * total + 12 * sizeof(Scalar) * (total - remade);
+  return remade > 0 && plan < (3 * sizeof(Index) + 12 * sizeof(Scalar)) * total;
 }
 
 void DetectStage::Write(const ContactSet& contacts, const ContactOutView& out) {

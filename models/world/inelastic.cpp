@@ -52,22 +52,25 @@ class Correction {
   void ReadPressed(const Scalar* lambda, bool host_only) {
     const Index n = contacts_.size();
     bool lone_possible = false;
-    for (Index m = 0; m < n && !host_only && !lone_possible; ++m) {
-      const Index i = contacts_.node_i[m];
-      lone_possible = contacts_.node_j[m] < 0 && i >= 0 && i < base_ && !IsRigid(i) && mass_[i] > 0;
-    }
+    for (Index m = 0; m < n && !host_only && !lone_possible; ++m) lone_possible = LoneCandidate(m);
     all_lambda_ = !lone_possible;
+    buf_.pressed_host.resize(std::size_t(n));
     if (all_lambda_) {
-      lambda_.resize(3 * std::size_t(n));
-      w_.backend->CopyToHost(lambda_.data(), lambda, sizeof(Scalar) * lambda_.size());
-      buf_.pressed_host.resize(std::size_t(n));
-      for (Index m = 0; m < n; ++m) buf_.pressed_host[std::size_t(m)] = lambda_[3 * std::size_t(m)] > 0 ? 1 : 0;
+      ReadAllImpulses(lambda);
+      // the backend's rule (PressedFlagOp) on the host's copy
+      const PressedFlagOp flag{lambda_.data(), buf_.pressed_host.data()};
+      for (Index m = 0; m < n; ++m) flag(m);
       return;
     }
     buf_.pressed.Resize(w_.backend, n);
     buf_.kernels->Run(n, PressedFlagOp{lambda, buf_.pressed.data()});
-    buf_.pressed_host.resize(std::size_t(n));
     w_.backend->CopyToHost(buf_.pressed_host.data(), buf_.pressed.data(), std::size_t(n));
+  }
+
+  // every contact's impulse to lambda_, one read
+  void ReadAllImpulses(const Scalar* lambda) {
+    lambda_.resize(3 * std::size_t(contacts_.size()));
+    w_.backend->CopyToHost(lambda_.data(), lambda, sizeof(Scalar) * lambda_.size());
   }
 
   // the impulses of the pressed contacts corrected here (the others are not read: 0): gathered on
@@ -82,7 +85,7 @@ class Correction {
     const Index k = static_cast<Index>(buf_.lambda_idx_host.size());
     if (k == 0) return;
     if (2 * k > n) {
-      w_.backend->CopyToHost(lambda_.data(), lambda, sizeof(Scalar) * lambda_.size());
+      ReadAllImpulses(lambda);
       return;
     }
     buf_.lambda_idx.Assign(w_.backend, buf_.lambda_idx_host);
@@ -104,9 +107,8 @@ class Correction {
       if (Pressed(m)) ForEachHost(m, [&](int, Index host, const Scalar*) { hosts.push_back(host); });
     std::sort(hosts.begin(), hosts.end());
     for (Index m = 0; m < contacts_.size(); ++m) {
-      const Index i = contacts_.node_i[m];
-      if (!Pressed(m) || contacts_.node_j[m] >= 0 || i < 0 || i >= base_ || IsRigid(i) || !(mass_[i] > 0)) continue;
-      const auto same = std::equal_range(hosts.begin(), hosts.end(), i);
+      if (!Pressed(m) || !LoneCandidate(m)) continue;
+      const auto same = std::equal_range(hosts.begin(), hosts.end(), contacts_.node_i[m]);
       if (same.second - same.first == 1) on_backend_[std::size_t(m)] = 1;
     }
   }
@@ -278,6 +280,12 @@ class Correction {
  private:
   bool IsRigid(Index node) const { return node >= rigid_first_ && node < rigid_first_ + 2 * rigid_.num_bodies(); }
   bool Pressed(Index m) const { return buf_.pressed_host[std::size_t(m)] != 0; }
+  // an S-contact on a deformable base node with mass (InelasticNodeOp can correct it when no
+  // other pressed contact touches the node)
+  bool LoneCandidate(Index m) const {
+    const Index i = contacts_.node_i[m];
+    return contacts_.node_j[m] < 0 && i >= 0 && i < base_ && !IsRigid(i) && mass_[i] > 0;
+  }
 
   // f(side, host, J_a) for every base node a side of contact m moves with (a node: itself with
   // J = I; a virtual node: its hosts, eq. 14); mass-0 deformable nodes (cable rotation nodes)

@@ -1,0 +1,72 @@
+// The COND solver's parameters (cond_solver.h CondParams): their names and their validation.
+#include <cmath>
+#include <string>
+
+#include "condsim/error.h"
+#include "models/cond/cond_solver.h"
+
+namespace condsim {
+
+const char* ToString(StepSize s) {
+  switch (s) {
+    case StepSize::kFrobenius:
+      return "frobenius";
+    case StepSize::kBB1:
+      return "bb1";
+    case StepSize::kBB2:
+      return "bb2";
+    case StepSize::kBBAlternate:
+      return "bb-alternate";
+  }
+  return "?";
+}
+
+StepSize ParseStepSize(const std::string& name) {
+  for (StepSize s : {StepSize::kFrobenius, StepSize::kBB1, StepSize::kBB2, StepSize::kBBAlternate})
+    if (name == ToString(s)) return s;
+  throw Error("unknown step size '" + name + "' (valid: frobenius, bb1, bb2, bb-alternate)");
+}
+
+const char* ToString(StopRule s) {
+  switch (s) {
+    case StopRule::kStep:
+      return "step";
+    case StopRule::kMomentum:
+      return "momentum";
+  }
+  return "?";
+}
+
+StopRule ParseStopRule(const std::string& name) {
+  for (StopRule s : {StopRule::kStep, StopRule::kMomentum})
+    if (name == ToString(s)) return s;
+  throw Error("unknown stop rule '" + name + "' (valid: step, momentum)");
+}
+
+Projection ParseProjection(const std::string& name) {
+  if (name == "strict") return Projection::kStrict;
+  if (name == "proximal") return Projection::kProximal;
+  throw Error("unknown projection '" + name + "' (valid: strict, proximal)");
+}
+
+void CondParams::Validate() const {
+  CONDSIM_CHECK(std::isfinite(theta_threshold) && theta_threshold > 0,
+                "CondParams.theta_threshold must be a positive number [m/s], got " << theta_threshold);
+  CONDSIM_CHECK(std::isfinite(momentum_factor) && momentum_factor >= 1,
+                "CondParams.momentum_factor must be a number >= 1, got " << momentum_factor);
+  CONDSIM_CHECK(max_iterations >= 1, "CondParams.max_iterations must be >= 1, got " << max_iterations);
+  CONDSIM_CHECK(check_every >= 1, "CondParams.check_every must be >= 1 (iterations), got " << check_every);
+  CONDSIM_CHECK(w_reuse_solves >= 1, "CondParams.w_reuse_solves must be >= 1, got " << w_reuse_solves);
+  CONDSIM_CHECK(chebyshev_start >= 2, "CondParams.chebyshev_start must be >= 2, got " << chebyshev_start);
+  CONDSIM_CHECK(chebyshev_relax > 0 && chebyshev_relax <= 1,
+                "CondParams.chebyshev_relax must be in (0, 1], got " << chebyshev_relax);
+  CONDSIM_CHECK(std::isfinite(omega) && omega >= 0, "CondParams.omega must be >= 0, got " << omega);
+  CONDSIM_CHECK(std::isfinite(w_safeguard) && w_safeguard >= 0 && w_safeguard < 2,
+                "CondParams.w_safeguard must be in [0, 2) (0: off), got " << w_safeguard);
+  CONDSIM_CHECK(rigid_sweeps >= 0 && rigid_sweeps <= 100, "CondParams.rigid_sweeps must be in [0, 100], got " << rigid_sweeps);
+  CONDSIM_CHECK(body_mode_patches >= 1 && body_mode_patches <= kMaxBodyModePatches,
+                "CondParams.body_mode_patches must be in [1, " << kMaxBodyModePatches << "], got " << body_mode_patches);
+  CONDSIM_CHECK(body_mode_refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << body_mode_refresh);
+}
+
+}  // namespace condsim
