@@ -3,7 +3,10 @@
 #include "io/scene_items.h"
 
 #include <algorithm>
+#include <deque>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include "io/mesh_io.h"
 #include "models/fem/tet_mesh.h"
@@ -276,8 +279,32 @@ SceneJoint ParseJoint(const Value& v, const std::map<std::string, Index>& rigid_
   return j;
 }
 
-// numbers from a text file, whitespace separated (trajectory samples)
+namespace {
+
+// the numbers of a file as long as its size and modification time stay the same
+struct NumberFile {
+  std::string path;
+  std::uintmax_t size;
+  std::filesystem::file_time_type time;
+  std::vector<double> numbers;
+};
+constexpr std::size_t kNumberFilesKept = 16;
+
+}  // namespace
+
+// numbers from a text file, whitespace separated (trajectory samples). The last files read are
+// kept, so a batch that loads its scene once per episode reads each file once
 std::vector<double> ReadNumbers(const Value& v, const std::string& path) {
+  static std::mutex lock;
+  static std::deque<NumberFile> kept;
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  const std::filesystem::file_time_type time = ec ? std::filesystem::file_time_type() : std::filesystem::last_write_time(path, ec);
+  if (!ec) {
+    const std::lock_guard<std::mutex> hold(lock);
+    for (const NumberFile& f : kept)
+      if (f.path == path && f.size == size && f.time == time) return f.numbers;
+  }
   std::ifstream in(path);
   if (!in) v.Fail("cannot open '" + path + "'");
   std::vector<double> out;
@@ -288,6 +315,11 @@ std::vector<double> ReadNumbers(const Value& v, const std::string& path) {
     if (end == tok.c_str() || *end != '\0' || !std::isfinite(x))
       v.Fail("'" + path + "': value " + std::to_string(out.size()) + " ('" + tok + "') is not a finite number");
     out.push_back(x);
+  }
+  if (!ec) {
+    const std::lock_guard<std::mutex> hold(lock);
+    kept.push_back({path, size, time, out});
+    if (kept.size() > kNumberFilesKept) kept.pop_front();
   }
   return out;
 }

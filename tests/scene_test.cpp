@@ -3,7 +3,12 @@
 // file and the JSON pointer (or the line and column of a syntax error).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -61,6 +66,42 @@ TEST(Scene, TrajectorySamplesInterpolate) {
   scene.pose_drives[0].trajectory.Sample(5, &p, &q, &v, &w);  // held after the end
   EXPECT_LT(Norm(p - Vec3(0.2, 0, 0.4)), 1e-15);
   EXPECT_EQ(Norm(v), 0);
+}
+
+// a trajectory's positions_file: the samples are the file's numbers, read again whenever the file
+// changes (a batch keeps the files it read: io/scene_items.cpp), also at the same size
+TEST(Scene, TrajectoryFileIsReadAgainWhenItChanges) {
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/condsim_scene_test_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/p.txt";
+  const std::string text = R"({
+    "rigid_bodies": [{"name": "hand", "shape": "box", "half_extents": [0.01, 0.01, 0.01], "mass": 1, "position": [0, 0, 0]}],
+    "pose_drives": [{"body": "hand", "trajectory": {"positions_file": "p.txt", "dt": 0.5}}]})";
+  const auto second_x = [&](const char* numbers) {
+    std::ofstream(file) << numbers;
+    const Scene scene = ParseScene(text, "t.json", dir);
+    EXPECT_EQ(scene.pose_drives[0].trajectory.p.size(), 2u);
+    return scene.pose_drives[0].trajectory.p.back()[0];
+  };
+  EXPECT_EQ(second_x("0 0 0 0.1 0 0"), 0.1);
+  EXPECT_EQ(second_x("0 0 0 0.1 0 0"), 0.1);
+  // same size, a later modification time
+  const auto before = std::filesystem::last_write_time(file);
+  std::ofstream(file) << "0 0 0 0.2 0 0";
+  std::filesystem::last_write_time(file, before + std::chrono::seconds(2));
+  EXPECT_EQ(ParseScene(text, "t.json", dir).pose_drives[0].trajectory.p.back()[0], 0.2);
+  EXPECT_EQ(second_x("0 0 0 0.25 0 0"), 0.25);
+  // a bad number is an error on every read (errors are not kept)
+  std::ofstream(file) << "0 0 0 0.3 0 zero";
+  for (int k = 0; k < 2; ++k) {
+    try {
+      ParseScene(text, "t.json", dir);
+      ADD_FAILURE() << "a bad number parsed";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("p.txt': value 5 ('zero') is not a finite number"), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // scenes/cable_winding.json for 0.3 s: the held end follows the recorded trajectory

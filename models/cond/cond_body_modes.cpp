@@ -225,7 +225,7 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   Backend* b = ctx_->backend;
   arrays_.Reserve(b, 3 * max_nodes + bounds.contacts + 1);
   t_.Reserve(b, 18 * max_nodes);
-  v_keep_.Reserve(b, 3 * max_nodes);
+  v_keep_.Reserve(b, 3 * max_nodes, false);  // written whole before each read (Corrected)
   node_row_.Reserve(b, max_nodes);
   // gate entries: at most two per contact (a D-contact between two patches)
   const Index gate_chunks = 2 * bounds.contacts / kBodyModeMinChunk + modes_.size() + 1;
@@ -423,7 +423,6 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   solve_lanes_.Reserve(b, 6 * BodyModeSolveOp::kLanes * static_cast<Index>(modes_.size()), false);
   solve_lanes_.Resize(b, 6 * BodyModeSolveOp::kLanes * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
-  v_keep_.Resize(b, 3 * ctx_->nodes);
   // per node its row of T (BodyModeApplyStepOp), from the record on the backend (no upload)
   node_row_.Resize(b, ctx_->nodes);
   ctx_->kernels->BodyModeRow(ctx_->nodes, BodyModeRowOp{arrays_.view(), listed_, false, node_row_.data()});
@@ -447,6 +446,9 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
 }
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
+  // sized here, where it is written: an unused v_keep_ stays empty, and a Reserve copies nothing
+  // unwritten (compute-sanitizer's initcheck)
+  v_keep_.Resize(ctx_->backend, v.size());
   ctx_->backend->Copy(v, &v_keep_);
   Correction(v);
   ctx_->kernels->BodyModeApply(rows_, ApplyOp(&v_keep_));

@@ -163,10 +163,16 @@ struct RigidContactSweepOp {
         const Vec3 dfv = vn_is_i ? df : Scalar(-1) * df;
         const Vec3 dtq = Cross(arm, dfv);
         const Scalar wrench[6] = {dfv[0], dfv[1], dfv[2], dtq[0], dtq[1], dtq[2]};
-        for (int i = 0; i < n; ++i) {
-          const Scalar* col = minv + n * i + 6 * qb;
-          vo[i] += col[0] * wrench[0] + col[1] * wrench[1] + col[2] * wrench[2] + col[3] * wrench[3] + col[4] * wrench[4] +
-                   col[5] * wrench[5];
+        // one body's 6 rows at a time: their loads come before any store, so a GPU thread waits
+        // once per body rather than once per row (vo may alias minv as far as the compiler knows)
+        for (int i0 = 0; i0 < n; i0 += 6) {
+          Scalar dv[6];
+          for (int k = 0; k < 6; ++k) {
+            const Scalar* col = minv + n * (i0 + k) + 6 * qb;
+            dv[k] = col[0] * wrench[0] + col[1] * wrench[1] + col[2] * wrench[2] + col[3] * wrench[3] + col[4] * wrench[4] +
+                    col[5] * wrench[5];
+          }
+          for (int k = 0; k < 6; ++k) vo[i0 + k] += dv[k];
         }
       }
     }
