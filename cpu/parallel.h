@@ -61,7 +61,7 @@ void LogKernel() {
 std::vector<Index> CheckedOrder(Index n);
 
 // a lane functor (F::kLanes, F::kPhases, f.Lane(item, lane, phase); models/cond/chain_ops.h): the
-// CUDA backend runs an item on a warp, phase by phase
+// CUDA backend runs an item on a warp (or a block of kLanes threads), phase by phase
 template <class F, class = void>
 struct IsLaneFunctor : std::false_type {};
 template <class F>

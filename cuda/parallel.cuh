@@ -71,12 +71,30 @@ struct IsLaneFunctor<F, decltype(void(F::kLanes))> {
   static constexpr bool value = true;
 };
 
-// runs a lane functor on n items, a warp each
+// lane functors of several warps (F::kLanes a multiple of 32 up to kThreadsPerBlock): one block
+// per item, the phases in order with __syncthreads (which also orders the block's memory
+// accesses) between them
+template <class F>
+__global__ void __launch_bounds__(kThreadsPerBlock) BlockLaneKernel(F f) {
+  static_assert(F::kLanes % 32 == 0 && F::kLanes <= kThreadsPerBlock, "a block lane functor runs on whole warps of one block");
+  const Index item = static_cast<Index>(blockIdx.x);
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int phase = 0; phase < F::kPhases; ++phase) {
+    f.Lane(item, lane, phase);
+    __syncthreads();
+  }
+}
+
+// runs a lane functor on n items, a warp each (kLanes 32) or a block each (more lanes)
 template <class F>
 void ParallelForLanes(Index n, const F& f, cudaStream_t stream = nullptr) {
   if (n <= 0) return;
-  const unsigned blocks = static_cast<unsigned>((std::int64_t(n) * 32 + kThreadsPerBlock - 1) / kThreadsPerBlock);
-  LaneKernel<<<blocks, kThreadsPerBlock, 0, stream>>>(n, f);
+  if constexpr (F::kLanes == 32) {
+    const unsigned blocks = static_cast<unsigned>((std::int64_t(n) * 32 + kThreadsPerBlock - 1) / kThreadsPerBlock);
+    LaneKernel<<<blocks, kThreadsPerBlock, 0, stream>>>(n, f);
+  } else {
+    BlockLaneKernel<<<static_cast<unsigned>(n), F::kLanes, 0, stream>>>(f);
+  }
   CONDSIM_CUDA_CHECK(cudaGetLastError());
 }
 

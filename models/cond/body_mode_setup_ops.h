@@ -130,13 +130,14 @@ constexpr Index kBodyModeMaxCoarse = 6 * 128;
 // nodes); a body whose A_c is not positive definite (a pivot <= 0, a diagonal entry <= 0, a
 // non-finite entry) gets zeros: no correction. S + 1e-10 I = U^T U by a right-looking Cholesky
 // (Golub & Van Loan 2013, Alg. 4.2.2), X = U^-T by rows (X L = I), A_c^-1 = D^-1/2 X^T X D^-1/2.
-// A lane functor (chain_ops.h): one warp per body, 2 n + 6 phases for n = 6 m_b (a column of the
-// factor takes two: its row of U, then the trailing update); lane l owns rows l, l + 32, ...
-// within a phase. A_c comes in `work` (BodyModeMatrixOp), which then holds U (upper triangle,
+// A lane functor (chain_ops.h) of 256 lanes, one block per body on CUDA (a warp per body took
+// 3.4-4.4 ms per launch on an H200: docs/performance.md), 2 n + 6 phases for n = 6 m_b (a column
+// of the factor takes two: its row of U, then the trailing update); lane l owns rows l, l + 256,
+// ... within a phase. A_c comes in `work` (BodyModeMatrixOp), which then holds U (upper triangle,
 // in place of S) and X (strict lower).
 struct BodyModeInvertOp {
   static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
-  static constexpr int kLanes = 32;
+  static constexpr int kLanes = 256;
   static constexpr int kPhases = 2 * kBodyModeMaxCoarse + 6;
   BodyModeView m;
   Scalar* work;                  // A_c in; U and X
@@ -148,7 +149,10 @@ struct BodyModeInvertOp {
   CONDSIM_HD_INLINE static int Phases(Index n) { return int(2 * n + 6); }
   // a number that is neither infinite nor NaN (no fast-math in this project)
   CONDSIM_HD_INLINE static bool Finite(Scalar x) { return x - x == 0; }
-  CONDSIM_HD_INLINE void Lane(Index b, int lane, int phase) const {
+  CONDSIM_HD_INLINE void Lane(Index b, int lane, int phase) const { Rows(b, lane, kLanes, phase); }
+  // one phase for the rows r0, r0 + stride, ... (lane l: r0 = l, stride = kLanes; the host: all
+  // rows in one call); row r0 = 0's lane also does the phase's single writes
+  CONDSIM_HD_INLINE void Rows(Index b, Index r0, Index stride, int phase) const {
     const Index first = m.body_ptr[b], n = 6 * (m.body_ptr[b + 1] - first);
     if (phase >= Phases(n) || (refresh != nullptr && !refresh[b])) return;
     Scalar* a = ac_inv + m.c_off[b];
@@ -156,13 +160,13 @@ struct BodyModeInvertOp {
     Scalar* s = scale + 6 * std::int64_t(first);
     const std::int64_t ld = n;
     if (phase == 0) {
-      if (lane == 0) ok[b] = 1;
+      if (r0 == 0) ok[b] = 1;
       return;
     }
     if (phase == Phases(n) - 1) {
       // a failed body: no correction
       if (!ok[b])
-        for (Index i = lane; i < n; i += kLanes)
+        for (Index i = r0; i < n; i += stride)
           for (Index j = 0; j < n; ++j) a[i * ld + j] = 0;
       return;
     }
@@ -171,7 +175,7 @@ struct BodyModeInvertOp {
     if (!ok[b]) return;
     if (phase == 1) {
       // D^-1/2 from the diagonal of sym(A_c)
-      for (Index i = lane; i < n; i += kLanes) {
+      for (Index i = r0; i < n; i += stride) {
         const Scalar d = Scalar(0.5) * (w[i * ld + i] + w[i * ld + i]);
         if (!(d > 0) || !Finite(d)) {
           ok[b] = 0;
@@ -182,7 +186,7 @@ struct BodyModeInvertOp {
     } else if (phase == 2) {
       // S + shift I into the upper triangle, in place (a lane reads its row's upper part and
       // the lower parts of the rows below, which no lane writes here)
-      for (Index i = lane; i < n; i += kLanes)
+      for (Index i = r0; i < n; i += stride)
         for (Index j = i; j < n; ++j) {
           const Scalar v = Scalar(0.5) * (w[i * ld + j] + w[j * ld + i]);
           const Scalar sv = s[i] * v * s[j] + (i == j ? shift : Scalar(0));
@@ -195,22 +199,22 @@ struct BodyModeInvertOp {
       if ((phase - 3) % 2 == 0) {
         // row j of U: U_jk = S_jk / sqrt(S_jj) (every lane reads the pivot; it is written next phase)
         if (!(p > 0)) {
-          if (lane == 0) ok[b] = 0;
+          if (r0 == 0) ok[b] = 0;
           return;
         }
         const Scalar u = std::sqrt(p);
-        for (Index k = j + 1 + lane; k < n; k += kLanes) w[j * ld + k] /= u;
+        for (Index k = j + 1 + r0; k < n; k += stride) w[j * ld + k] /= u;
       } else {
         // trailing update S_ik -= U_ji U_jk (i, k > j); lane 0 also stores U_jj
-        if (lane == 0) w[j * ld + j] = std::sqrt(p);
-        for (Index i = j + 1 + lane; i < n; i += kLanes) {
+        if (r0 == 0) w[j * ld + j] = std::sqrt(p);
+        for (Index i = j + 1 + r0; i < n; i += stride) {
           const Scalar uji = w[j * ld + i];
           for (Index k = i; k < n; ++k) w[i * ld + k] -= uji * w[j * ld + k];
         }
       }
     } else if (phase == 3 + 2 * n) {
       // X = L^-1 (L = U^T) by rows: X_ij = -(sum_{k=j+1..i} X_ik L_kj) / L_jj, j = i-1 .. 0
-      for (Index i = lane; i < n; i += kLanes) {
+      for (Index i = r0; i < n; i += stride) {
         const Scalar xii = 1 / w[i * ld + i];
         for (Index j = i - 1; j >= 0; --j) {
           Scalar acc = xii * w[j * ld + i];
@@ -220,7 +224,7 @@ struct BodyModeInvertOp {
       }
     } else {
       // A_c^-1_ij = s_i (sum_{k >= j} X_ki X_kj) s_j for j >= i, mirrored to (j, i)
-      for (Index i = lane; i < n; i += kLanes) {
+      for (Index i = r0; i < n; i += stride) {
         Scalar* row = a + i * ld;
         for (Index j = i; j < n; ++j) row[j] = 0;
         for (Index k = i; k < n; ++k) {
@@ -240,8 +244,7 @@ struct BodyModeInvertOp {
   }
   CONDSIM_HD_INLINE void operator()(Index b) const {
     const int phases = Phases(6 * (m.body_ptr[b + 1] - m.body_ptr[b]));
-    for (int phase = 0; phase < phases; ++phase)
-      for (int lane = 0; lane < kLanes; ++lane) Lane(b, lane, phase);
+    for (int phase = 0; phase < phases; ++phase) Rows(b, 0, 1, phase);
   }
 };
 

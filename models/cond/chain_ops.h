@@ -123,7 +123,8 @@ struct ChainApplyOp {
 //
 // Lane functors: Lane(item, lane, phase) runs for lane = 0 .. kLanes-1 of an item, phase by
 // phase; the lanes of one phase are independent and see every write of the earlier phases. The
-// CUDA launcher gives an item a warp (__syncwarp between phases, cuda/parallel.cuh); the CPU runs
+// CUDA launcher gives an item a warp when kLanes is 32 (__syncwarp between phases) and a block of
+// kLanes threads when it is a larger multiple of 32 (__syncthreads; cuda/parallel.cuh); the CPU runs
 // operator()(item), the same arithmetic item by item, and under CONDSIM_CPU_ORDER the phases lane
 // by lane in permuted lane order (cpu/parallel.h RunLanes), as a warp would.
 constexpr int kChainLanes = 32;
