@@ -4,7 +4,9 @@
 # scene on cuda and on cpu with their summary.json side by side, a bitwise repeat on cuda (same
 # scene, backend and seed), a batch of three episodes against each run alone, compute-sanitizer's
 # memcheck, racecheck, initcheck and synccheck on three steps of a contact scene, and with --bench
-# the convergence-check period k = 1, 2, 4, 8 on cuda (scripts/check-every.sh) and the benchmarks.
+# the convergence-check period k = 1, 2, 4, 8 on cuda (scripts/check-every.sh), Nsight Compute's
+# per-kernel times (four scenes, two whole gripping steps, a batch step at N = 4096 and N = 1) and
+# the benchmarks.
 # Logs go to a work folder; when $OUT is set (the device tool), $OUT/summary.txt and
 # $OUT/gpu-session.tgz (everything) after each phase. Phases that would not fit the time left of
 # GPU_SESSION_BUDGET seconds (default 560) are skipped with a line saying so. Copy the numbers into
@@ -18,7 +20,7 @@
 #              there.
 # GPU_SESSION_SCENES="name:seconds ..." narrows the scene list; GPU_SESSION_CUDA_TESTS=0 skips the
 # CUDA tests; GPU_SESSION_SKIP="key ..." skips phases by key (tests scenes repeat memcheck racecheck
-# initcheck synccheck check-every spmv solver modes detect fem vector ncu-SCENE ncu-step batch); GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
+# initcheck synccheck check-every spmv solver modes detect fem vector ncu-SCENE ncu-step ncu-batch batch); GPU_SESSION_WORK names the work folder (default /tmp/gpu-session-out); GPU_SESSION_REPEAT_BACKEND=cpu
 # checks the repeat on the CPU instead (a machine without a GPU); PYTHON names an interpreter with
 # h5py and numpy (default /usr/bin/python3 when it has them, else python3).
 set -uo pipefail
@@ -277,6 +279,17 @@ if [ $bench -eq 1 ]; then
         --print-summary per-kernel "${sanitized[@]}" run "scenes/$scene.json" --backend cuda --steps $((step + 1)) --quiet \
         --no-output > "$out/ncu-$scene-step$step.txt" 2>&1
       say "ncu $scene step $step: rc $?"
+      pack
+    done
+    # the batch's second step at N = 4096 cables in one World, every kernel of it (its NVTX range),
+    # and the same at N = 1: the kernel whose time grows with N (docs/performance.md, "GPU")
+    for n in 4096 1; do
+      fits 150 "ncu batch N = $n step 1" ncu-batch || continue
+      rm -rf "/tmp/gpu-session-ncu-batch-$n"
+      timeout "$(cap 240)" ncu --nvtx --nvtx-include "step 1/" --launch-count 3000 --metrics gpu__time_duration.sum \
+        --print-summary per-kernel "${sanitized[@]}" batch scenes/cable_winding.json --envs $n --episodes $n --steps 2 \
+        --backend cuda --quiet --out "/tmp/gpu-session-ncu-batch-$n" > "$out/ncu-batch-$n.txt" 2>&1
+      say "ncu batch N = $n step 1: rc $?"
       pack
     done
   fi
