@@ -72,14 +72,16 @@ TEST(Projection, StrictSatisfiesSurrogateSignoriniCoulomb) {
         ASSERT_LE(std::fabs(zeta[1] * l[2] - zeta[2] * l[1]), tol * lt) << "not collinear";
       }
       ASSERT_LE(zeta[1] * l[1] + zeta[2] * l[2], tol * lt) << "friction along the sliding";
-      // brute force: the closest point of the disk boundary to lambda*_t. |r u - l*_t|^2 = r^2 +
-      // |l*_t|^2 - 2 r u . l*_t, so the scan maximizes u(a) . l*_t: its flatness at the optimum is
-      // ~eps |l*_t|, an angle to ~sqrt(2 eps). (The distance itself, computed from operands of
-      // size |l*_t|, is flat to eps |l*_t| over a curvature r |l*_t| / d: its minimizer only to
-      // ~sqrt(eps d / r) in angle, 1.25e-6 off in position with CONDSIM_TEST_SEED=100058.)
+      // brute force: the closest point of the disk boundary to lambda*_t, found twice. The scan of
+      // the distance d(a) is exact in distance (1e-12) but flat in angle where d >> r (its
+      // rounding eps |l*_t| over a curvature r |l*_t| / d); |r u - l*_t|^2 = r^2 + |l*_t|^2 -
+      // 2 r u . l*_t, so the scan maximizing u(a) . l*_t has the same optimum to ~sqrt(2 eps) in
+      // angle whatever d, but not to 1e-12 in distance where d << r. (Positions from the distance
+      // scan were 1.25e-6 off with CONDSIM_TEST_SEED=100058.)
       const double r = mu * l[0];
+      const double th_d = MinimizeAngle([&](double a) { return std::hypot(r * std::cos(a) - lstar[1], r * std::sin(a) - lstar[2]); });
       const double th = MinimizeAngle([&](double a) { return -(std::cos(a) * lstar[1] + std::sin(a) * lstar[2]); });
-      const double ref_dist = std::hypot(r * std::cos(th) - lstar[1], r * std::sin(th) - lstar[2]);
+      const double ref_dist = std::hypot(r * std::cos(th_d) - lstar[1], r * std::sin(th_d) - lstar[2]);
       ASSERT_NEAR(std::hypot(l[1] - lstar[1], l[2] - lstar[2]), ref_dist, 1e-12 * std::max(1.0, Norm(lstar)));
       ASSERT_NEAR(l[1], r * std::cos(th), 1e-6 * std::max(1.0, r));
       ASSERT_NEAR(l[2], r * std::sin(th), 1e-6 * std::max(1.0, r));

@@ -423,6 +423,8 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   solve_lanes_.Reserve(b, 6 * BodyModeSolveOp::kLanes * static_cast<Index>(modes_.size()), false);
   solve_lanes_.Resize(b, 6 * BodyModeSolveOp::kLanes * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
+  // room for Corrected's copy of v (sized there, where it is written: no allocation in the loop)
+  v_keep_.Reserve(b, 3 * ctx_->nodes, false);
   // per node its row of T (BodyModeApplyStepOp), from the record on the backend (no upload)
   node_row_.Resize(b, ctx_->nodes);
   ctx_->kernels->BodyModeRow(ctx_->nodes, BodyModeRowOp{arrays_.view(), listed_, false, node_row_.data()});

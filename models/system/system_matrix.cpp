@@ -149,7 +149,7 @@ void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, cons
 void SystemMatrix::Reserve(const ContactBounds& bounds, Array<Scalar>* v) {
   CONDSIM_CHECK(matrix_ != nullptr, "system: SetVirtualNodes must be called before Reserve");
   const Index nv = bounds.virtual_nodes, n = base_nodes_ + nv;
-  const Index terms = ContactBounds::kTermsPerVirtualNode * nv;
+  const Index terms = bounds.terms;
   matrix_->Reserve(n, base_.nnz_blocks() + terms);
   b_.Reserve(backend_, 3 * n);
   v->Reserve(backend_, 3 * n);

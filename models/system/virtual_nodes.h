@@ -18,10 +18,10 @@ namespace condsim {
 struct ContactBounds {
   Index contacts = 0;         // contacts of a step
   Index virtual_nodes = 0;    // virtual nodes (at most 2 per contact)
-  Index virtual_entries = 0;  // their hosts (at most 3 per virtual node: a triangle's)
+  Index virtual_entries = 0;  // their hosts (2 for a rigid point or a link's point, 3 for a triangle's)
+  Index terms = 0;            // their entries in the system's eq. 15 terms, (h + 1)^2 for h hosts:
+                              // J^T J (h x h), -J^T, -J, I
   Index rigid_bodies = 0;     // rigid bodies (the rigid groups' size)
-  // entries per virtual node in the system's eq. 15 terms: J^T J (3 x 3 hosts), -J^T, -J, I
-  static constexpr Index kTermsPerVirtualNode = 16;
 };
 
 struct VirtualNodeSet {

@@ -39,12 +39,31 @@ void DetectStage::Build(WorldBodies* w) {
     }
 }
 
-Index DetectStage::PotentialContactPoints(const WorldBodies& w) const {
-  std::size_t points = 0;
-  for (const auto& fb : w.fem) points += fb->surface.size();
-  for (const auto& rb : w.rods) points += std::size_t(2 * rb->model->num_segments() - rb->model->num_cables());
-  for (Index k = 0; k < w.rigid.num_bodies(); ++k) points += triangles_.samples(k).size();
-  return CheckedIndex(points, "potential contact points");
+ContactBounds DetectStage::PotentialContacts(const WorldBodies& w, Index per_point) const {
+  // the points by kind: FEM surface nodes and cable centres (their contacts put a virtual node on
+  // the other side only, and only where a rigid body or a triangle can be that side), the links
+  // of cables in a cable pair (a barycentric node of 2 hosts on each side), rigid surface samples
+  // (a rigid point of their own, 2 hosts, and one on the other side, at most a triangle's 3)
+  std::size_t nodes = 0, links = 0, paired = 0, samples = 0;
+  for (const auto& fb : w.fem) nodes += fb->surface.size();
+  for (std::size_t a = 0; a < w.rods.size(); ++a) {
+    const RodModel& m = *w.rods[a]->model;
+    nodes += std::size_t(m.num_segments());
+    links += std::size_t(m.num_segments() - m.num_cables());
+    const bool in_pair = std::any_of(cable_pairs_.begin(), cable_pairs_.end(), [&](const CablePair& p) { return p.a == a || p.b == a; });
+    if (in_pair) paired += std::size_t(m.num_segments() - m.num_cables());
+  }
+  for (Index k = 0; k < w.rigid.num_bodies(); ++k) samples += triangles_.samples(k).size();
+  const bool other_side = w.rigid.num_bodies() > 0 || !w.fem.empty();
+  const std::size_t r = std::size_t(per_point), side = other_side ? nodes : 0;
+  // (h + 1)^2 terms per virtual node of h hosts (eq. 15)
+  ContactBounds b;
+  b.contacts = CheckedIndex(r * (nodes + links + samples), "potential contacts");
+  b.virtual_nodes = CheckedIndex(r * (side + 2 * paired + 2 * samples), "potential virtual nodes");
+  b.virtual_entries = CheckedIndex(r * (3 * side + 4 * paired + 5 * samples), "potential virtual-node hosts");
+  b.terms = CheckedIndex(r * (16 * side + 18 * paired + 25 * samples), "potential virtual-node terms");
+  b.rigid_bodies = w.rigid.num_bodies();
+  return b;
 }
 
 void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts) {

@@ -25,9 +25,10 @@ class DetectStage : public ContactRecordWriter {
   void Build(WorldBodies* w);
   // this step's contacts and virtual nodes (nodes is reset first)
   void Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contacts);
-  // the points that can touch something, known at the first step: FEM surface nodes, cable
-  // centres and links, rigid surface samples (each makes at most a few contacts a step)
-  Index PotentialContactPoints(const WorldBodies& w) const;
+  // what a step's contacts can need at most, known at the first step, when each point that can
+  // touch something (FEM surface nodes, cable centres and links, rigid surface samples) makes at
+  // most `per_point` contacts a step, each with the virtual nodes its kind of point can make
+  ContactBounds PotentialContacts(const WorldBodies& w, Index per_point) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
   // whether the solver takes the last Run's record from Write: its plan uploads 20 B per contact
   // and 96 B more per contact the backend does not remake (it remakes the S-contacts of flagged

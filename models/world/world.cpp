@@ -381,14 +381,11 @@ void World::Finalize() {
 void World::ReserveForContacts() {
   // a bound from the potential contact points P, O(P): a point makes at most contact_reserve
   // (default 4) contacts a step (the detector keeps at most 4 owners per query; a cable link
-  // touches a few links), a contact at most 2 virtual nodes, a virtual node at most 3 hosts.
-  // Beyond it the arrays still grow (Array::Resize), so the bound is capacity, not a limit
+  // touches a few links), each with the virtual nodes its kind of point can make
+  // (DetectStage::PotentialContacts). Beyond it the arrays still grow (Array::Resize), so the
+  // bound is capacity, not a limit
   if (w_.params.contact_reserve == 0) return;
-  ContactBounds bounds;
-  bounds.contacts = Index(w_.params.contact_reserve) * detect_.PotentialContactPoints(w_);
-  bounds.virtual_nodes = 2 * bounds.contacts;
-  bounds.virtual_entries = 3 * bounds.virtual_nodes;
-  bounds.rigid_bodies = w_.rigid.num_bodies();
+  const ContactBounds bounds = detect_.PotentialContacts(w_, Index(w_.params.contact_reserve));
   w_.system->Reserve(bounds, &w_.v);
   solve_.Reserve(bounds, w_.system->num_base_nodes() + bounds.virtual_nodes);
   detect_.Reserve(bounds.contacts);
