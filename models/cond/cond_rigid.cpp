@@ -17,6 +17,8 @@ constexpr double kRigidSweepSettled = 0.1;
 }  // namespace
 
 void CondRigidGroups::Reserve(const ContactBounds& bounds) {
+  // no rigid body, no group (a batch of cables or FEM bodies reserves nothing here)
+  if (bounds.rigid_bodies == 0) return;
   Backend* b = ctx_->backend;
   // the groups' fields: 3 per virtual node (arm), (6 n_g)^2 per group (ao_inv, at most
   // 36 B min(B, kMaxRigidGroupBodies) for B bodies), one per body, plus one
