@@ -48,10 +48,10 @@ ContactBounds DetectStage::PotentialContacts(const WorldBodies& w, Index per_poi
   for (const auto& fb : w.fem) nodes += fb->surface.size();
   for (std::size_t a = 0; a < w.rods.size(); ++a) {
     const RodModel& m = *w.rods[a]->model;
+    const std::size_t rod_links = std::size_t(m.num_segments() - m.num_cables());
     nodes += std::size_t(m.num_segments());
-    links += std::size_t(m.num_segments() - m.num_cables());
-    const bool in_pair = std::any_of(cable_pairs_.begin(), cable_pairs_.end(), [&](const CablePair& p) { return p.a == a || p.b == a; });
-    if (in_pair) paired += std::size_t(m.num_segments() - m.num_cables());
+    links += rod_links;
+    if (std::any_of(cable_pairs_.begin(), cable_pairs_.end(), [&](const CablePair& p) { return p.a == a || p.b == a; })) paired += rod_links;
   }
   for (Index k = 0; k < w.rigid.num_bodies(); ++k) samples += triangles_.samples(k).size();
   const bool other_side = w.rigid.num_bodies() > 0 || !w.fem.empty();
