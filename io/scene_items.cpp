@@ -34,7 +34,7 @@ void ParseWorld(const Value& v, WorldParams* w) {
 
 void ParseSolver(const Value& v, CondParams* c) {
   v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
-            "w_reuse_solves", "w_safeguard", "body_modes", "body_mode_patches", "body_mode_refresh", "rigid_sweeps", "stop_rule",
+            "w_reuse_solves", "w_safeguard", "body_modes", "body_mode_patches", "body_mode_patch_nodes", "body_mode_dense_patches", "body_mode_refresh", "rigid_sweeps", "stop_rule",
             "momentum_factor", "free_body_modes", "truncated_modes", "chain_gauss_seidel", "check_every"});
   c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
   if (v.Has("max_iterations")) c->max_iterations = int(v.At("max_iterations").Integer(1, 100000000));
@@ -48,6 +48,8 @@ void ParseSolver(const Value& v, CondParams* c) {
   c->w_safeguard = v.Number("w_safeguard", c->w_safeguard, 0, 2, false, true);
   c->body_modes = v.Bool("body_modes", c->body_modes);
   if (v.Has("body_mode_patches")) c->body_mode_patches = int(v.At("body_mode_patches").Integer(1, kMaxBodyModePatches));
+  if (v.Has("body_mode_patch_nodes")) c->body_mode_patch_nodes = int(v.At("body_mode_patch_nodes").Integer(0, 100000000));
+  if (v.Has("body_mode_dense_patches")) c->body_mode_dense_patches = int(v.At("body_mode_dense_patches").Integer(0, kMaxDenseBodyModePatches));
   if (v.Has("body_mode_refresh")) c->body_mode_refresh = int(v.At("body_mode_refresh").Integer(1, 1000000));
   if (v.Has("rigid_sweeps")) c->rigid_sweeps = int(v.At("rigid_sweeps").Integer(0, 100));
   if (v.Has("stop_rule")) c->stop_rule = Checked(v.At("stop_rule"), [&] { return ParseStopRule(v.At("stop_rule").String()); });

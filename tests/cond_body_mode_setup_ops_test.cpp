@@ -1,5 +1,6 @@
 // The body-mode set-up ops that make the record on the backend (models/cond/body_mode_setup_ops.h:
-// BodyModeNodeMapOp, BodyModeCouplingOp), against the host loops that made them before.
+// BodyModeNodeMapOp, BodyModeCouplingOp), against the host loops that made them before; the block-
+// sparse coarse matrix (BodyModeSparseMatrixOp) against the dense one (BodyModeMatrixOp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,6 +101,76 @@ TEST(CondBodyModes, RowsOfTOnTheBackendEqualTheHostLoop) {
     ops.kernels->BodyModeCoupling(rows, op);
     EXPECT_EQ(t_ptr_d.ToHost(), t_ptr) << threads << " threads";
     EXPECT_EQ(t_patch_d.ToHost(), t_patch) << threads << " threads";
+  }
+}
+
+// a sparse body's coarse matrix (BodyModeSparseMatrixOp, 6x6 blocks at the patches its listed
+// rows of T reach) against the dense rows of BodyModeMatrixOp on the same record: every block
+// bitwise the dense entries (the same sums in the same order), every dense entry outside the
+// blocks 0; random T (40 patches of 4 to 30 listed nodes, each row reaching its own patch and up
+// to 5 others), on 1 and 2 threads
+TEST(CondBodyModes, SparseCoarseBlocksEqualTheDenseRows) {
+  auto rng = test::Rng();
+  const Index patches = 40;
+  std::uniform_int_distribution<Index> size(4, 30), reach(0, 5), other(0, patches - 1);
+  std::uniform_real_distribution<Scalar> value(-1, 1);
+  BodyModeHost h;
+  h.ptr.push_back(0);
+  h.t_ptr.push_back(0);
+  for (Index p = 0; p < patches; ++p) {
+    const Index n = size(rng);
+    for (Index q = 0; q < n; ++q) {
+      h.node.push_back(Index(h.node.size()));
+      for (int d = 0; d < 3; ++d) h.arm.push_back(0.05 * value(rng));
+      // the row's patches: its own first, then others, each once
+      std::vector<Index> row{p};
+      for (Index k = reach(rng); k > 0; --k) {
+        const Index o = other(rng);
+        if (std::find(row.begin(), row.end(), o) == row.end()) row.push_back(o);
+      }
+      h.t_patch.insert(h.t_patch.end(), row.begin(), row.end());
+      h.t_ptr.push_back(Index(h.t_patch.size()));
+    }
+    h.ptr.push_back(Index(h.node.size()));
+    h.patch_body.push_back(0);
+  }
+  h.body_ptr = {0, patches};
+  h.c_off = {0, 36 * patches * patches};
+  std::vector<Scalar> t(18 * h.t_patch.size());
+  for (Scalar& x : t) x = value(rng);
+  // the block pattern: per patch the sorted union of its rows' patches
+  std::vector<Index> c_ptr{0}, c_col;
+  for (Index p = 0; p < patches; ++p) {
+    std::vector<Index> cols;
+    for (Index q = h.ptr[p]; q < h.ptr[p + 1]; ++q) cols.insert(cols.end(), h.t_patch.begin() + h.t_ptr[q], h.t_patch.begin() + h.t_ptr[q + 1]);
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    c_col.insert(c_col.end(), cols.begin(), cols.end());
+    c_ptr.push_back(Index(c_col.size()));
+  }
+  const Index ld = 6 * patches;
+  for (int threads : {1, 2}) {
+    OpsOnThreads ops(threads, h);
+    Backend* b = ops.backend.get();
+    Array<Scalar> t_d(b, t), dense_d(b, ld * ld), blocks_d(b, 36 * Index(c_col.size()));
+    Array<Index> c_ptr_d(b, c_ptr), c_col_d(b, c_col);
+    ops.kernels->BodyModeMatrix(patches, BodyModeMatrixOp{ops.arrays.view(), t_d.data(), dense_d.data()});
+    ops.kernels->BodyModeSparseMatrix(patches, BodyModeSparseMatrixOp{ops.arrays.view(), t_d.data(), 0, c_ptr_d.data(), c_col_d.data(), blocks_d.data()});
+    const std::vector<Scalar> dense = dense_d.ToHost(), blocks = blocks_d.ToHost();
+    std::vector<unsigned char> covered(dense.size(), 0);
+    Index mismatches = 0;
+    for (Index p = 0; p < patches; ++p)
+      for (Index k = c_ptr[p]; k < c_ptr[p + 1]; ++k)
+        for (int r = 0; r < 6; ++r)
+          for (int c = 0; c < 6; ++c) {
+            const std::size_t at = std::size_t(6 * p + r) * std::size_t(ld) + std::size_t(6 * c_col[k] + c);
+            covered[at] = 1;
+            mismatches += blocks[36 * std::size_t(k) + std::size_t(6 * r + c)] != dense[at];
+          }
+    EXPECT_EQ(mismatches, 0) << threads << " threads";
+    Index outside = 0;
+    for (std::size_t at = 0; at < dense.size(); ++at) outside += !covered[at] && dense[at] != 0;
+    EXPECT_EQ(outside, 0) << threads << " threads";
   }
 }
 

@@ -11,17 +11,22 @@
 //   cells of 125 points, keeps at least 8 points per patch and one patch per 16 points; on a thin cantilever plate (clamped edge, gravity) 24 patches keep the
 //   direct solve's v-hat (1e-9 m/s) and, on floor contacts, the single patch's v-hat and
 //   impulses, in several times fewer iterations (the plate's bending is its slowest motion);
+// - the coarse matrix factorized sparse on the host (body_mode_dense_patches) solves the coarse
+//   space as exactly as the dense inverse and gives its iterates; beyond the dense limit (more
+//   than 128 patches) the plate keeps the direct solve's v-hat;
 // - the set-up moves no coarse matrix between host and backend (BackendCounters); arms made on
 //   the backend from positions there (BodyPatchArms) are the host's bitwise and go into the
 //   solver without an upload;
 // - CUDA: the same 60 iterations with contacts and 8 patches give the CPU's v-hat and impulses
-//   to 1e-12 (relative), run-to-run bitwise (skipped without a usable device).
+//   to 1e-12 (relative), run-to-run bitwise, with the dense and the sparse coarse solve (skipped
+//   without a usable device).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "models/cond/cond_solver.h"
@@ -226,17 +231,17 @@ TEST(CondBodyModes, GridPatchesSplitAGridIntoEqualCells) {
   for (Index p : GridPatches(std::vector<Scalar>(x.begin(), x.begin() + 3 * 31), 8)) EXPECT_EQ(p, 0);
 }
 
-// the eq. 9 system of a thin plate (20 x 5 x 0.5 cm, E 0.1 MPa) clamped at x = 0 (prescribed
+// the eq. 9 system of a thin plate (by default 20 x 5 x 0.5 cm, E 0.1 MPa) clamped at x = 0 (prescribed
 // nodes at rest), at rest under gravity: its slow motions are bending, which the rigid modes of
 // the whole plate cannot represent
 struct PlateSystem {
   std::unique_ptr<Backend> backend = MakeBackend(BackendChoice::kCpu).backend;
-  TetMesh mesh = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.2, 0.05, 0.005), 24, 6, 1);
+  TetMesh mesh;
   std::unique_ptr<FemModel> model;
   std::unique_ptr<DeviceBlockMatrix> a;
   Array<Scalar> b{backend.get(), Index(mesh.x.size())};
 
-  PlateSystem() {
+  explicit PlateSystem(TetMesh plate = MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.2, 0.05, 0.005), 24, 6, 1)) : mesh(std::move(plate)) {
     FemMaterial m;
     m.young = 1e5;
     m.poisson = 0.35;
@@ -334,16 +339,71 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
   p.chebyshev = false;
   p.theta_threshold = 1e-300;
   p.max_iterations = 2;
-  std::vector<Scalar> v;
-  const CondStats st = SolveFromRest(sys.backend.get(), *sys.a, b, p, &modes, idle, &v, nullptr);
   double scale = 0;
   for (Scalar x : v_ref) scale = std::max(scale, std::fabs(double(x)));
-  std::cout << "[ info     ] v = Z c (|v| " << scale << " m/s) from rest, 2 iterations: |v - Z c| " << test::MaxDiff(v, v_ref)
-            << " m/s, second theta " << st.residual << " m/s\n";
-  // tolerances: the coarse solve's 1e-10 I shift (unit diagonal) and rounding through the plate's
-  // stiffness (W r of a rounding-level r); the stale-row error is ~1e5 times the theta bound
-  EXPECT_LT(test::MaxDiff(v, v_ref), 1e-8 * scale) << "m/s";
-  EXPECT_LT(st.residual, 1e-7 * scale) << "m/s";
+  // the dense inverse on the backend, then the sparse factor on the host (body_mode_dense_patches 0)
+  for (const int dense : {128, 0}) {
+    p.body_mode_dense_patches = dense;
+    std::vector<Scalar> v;
+    const CondStats st = SolveFromRest(sys.backend.get(), *sys.a, b, p, &modes, idle, &v, nullptr);
+    std::cout << "[ info     ] " << (dense > 0 ? "dense" : "sparse") << " coarse solve: v = Z c (|v| " << scale
+              << " m/s) from rest, 2 iterations: |v - Z c| " << test::MaxDiff(v, v_ref) << " m/s, second theta " << st.residual << " m/s\n";
+    // tolerances: the coarse solve's 1e-10 I shift (unit diagonal) and rounding through the plate's
+    // stiffness (W r of a rounding-level r); the stale-row error is ~1e5 times the theta bound
+    EXPECT_LT(test::MaxDiff(v, v_ref), 1e-8 * scale) << "m/s";
+    EXPECT_LT(st.residual, 1e-7 * scale) << "m/s";
+  }
+}
+
+TEST(CondBodyModes, SparseCoarseSolveMatchesTheDenseInverse) {
+  // the same plate on floor contacts with 24 patches, the coarse matrix inverted densely on the
+  // backend (BodyModeInvertOp) or factorized sparse on the host (Eigen's simplicial Cholesky):
+  // both exact coarse solves of the same A_c, so the same iterations and iterates up to rounding
+  PlateSystem sys;
+  ContactSet floor;
+  for (Index i = 0; i < sys.mesh.num_nodes(); ++i)
+    if (sys.mesh.Node(i)[0] > 0.15 && sys.mesh.Node(i)[2] < 1e-9) floor.Add(i, -1, ContactFrame(Vec3(0, 0, 1)), 0, 0.5, 0.5);
+  CondParams p;
+  p.theta_threshold = 1e-11;
+  p.max_iterations = 100000;
+  std::vector<Scalar> v_dense, v_sparse, l_dense, l_sparse;
+  const CondStats dense = sys.Solve(p, 24, floor, &v_dense, &l_dense);
+  p.body_mode_dense_patches = 0;
+  const CondStats sparse = sys.Solve(p, 24, floor, &v_sparse, &l_sparse);
+  std::cout << "[ info     ] plate on " << floor.size() << " contacts, 24 patches: " << dense.iterations << " iterations dense, "
+            << sparse.iterations << " sparse; |dv| " << test::MaxDiff(v_dense, v_sparse) << " m/s, |dl| "
+            << test::MaxDiff(l_dense, l_sparse) << " N s\n";
+  ASSERT_TRUE(dense.converged);
+  ASSERT_TRUE(sparse.converged);
+  EXPECT_LE(std::abs(dense.iterations - sparse.iterations), 2);
+  // both stop at theta 1e-11 m/s of the same fixed point (the plate's v ~ 0.1 m/s)
+  EXPECT_LT(test::MaxDiff(v_dense, v_sparse), 1e-9) << "m/s";
+  double total = 0;
+  for (Scalar x : l_dense) total = std::max(total, std::fabs(double(x)));
+  EXPECT_LT(test::MaxDiff(l_dense, l_sparse), 1e-6 * total) << "N s";
+}
+
+TEST(CondBodyModes, PatchesBeyondTheDenseLimitKeepTheFixedPoint) {
+  // a plate of 65 x 17 x 3 nodes clamped at one edge with more patches than a dense coarse
+  // matrix may have (kMaxDenseBodyModePatches): the sparse factor gives the direct solve's v-hat
+  // (reference: Eigen's SimplicialLDLT of A v = b, 1e-9 m/s), in fewer iterations than 32
+  // patches (a finer coarse space reaches shorter bending waves)
+  PlateSystem sys(MakeBoxMesh(Vec3(0, 0, 0), Vec3(0.32, 0.08, 0.01), 64, 16, 2));
+  const std::vector<Scalar> exact = test::SparseSolve(*sys.a, sys.b);
+  CondParams p;
+  p.theta_threshold = 1e-11;
+  p.max_iterations = 100000;
+  const BodyModes many = PatchModes(sys.mesh, 200), few = PatchModes(sys.mesh, 32);
+  ASSERT_GT(many.size(), kMaxDenseBodyModePatches);
+  std::vector<Scalar> v_many, v_few;
+  const CondStats st_many = SolveFromRest(sys.backend.get(), *sys.a, sys.b, p, &many, ContactSet(), &v_many, nullptr);
+  const CondStats st_few = SolveFromRest(sys.backend.get(), *sys.a, sys.b, p, &few, ContactSet(), &v_few, nullptr);
+  std::cout << "[ info     ] clamped plate, " << sys.mesh.num_nodes() << " nodes, to theta 1e-11: " << st_many.iterations << " iterations with "
+            << many.size() << " patches (sparse), " << st_few.iterations << " with " << few.size() << " (dense); |v - direct| "
+            << test::MaxDiff(v_many, exact) << " / " << test::MaxDiff(v_few, exact) << " m/s\n";
+  ASSERT_TRUE(st_many.converged);
+  EXPECT_LT(test::MaxDiff(v_many, exact), 1e-9) << "m/s";
+  EXPECT_LT(st_many.iterations, st_few.iterations);
 }
 
 TEST(CondBodyModes, SetupMovesNoCoarseMatrix) {
@@ -571,6 +631,13 @@ TEST(CondBodyModes, CudaMatchesCpu) {
   EXPECT_LE(test::RelativeError(l_gpu, l_cpu), 1e-12);
   EXPECT_EQ(v_gpu, v_gpu2);
   EXPECT_EQ(l_gpu, l_gpu2);
+  // the sparse coarse solve (factor on the host, g read and dv written each iteration): the CPU's
+  // sparse run to 1e-12
+  p.body_mode_dense_patches = 0;
+  cpu.Solve(p, true, cpu.FloorContacts(), &v_cpu, &l_cpu, 8);
+  gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu, &l_gpu, 8);
+  EXPECT_LE(test::RelativeError(v_gpu, v_cpu), 1e-12);
+  EXPECT_LE(test::RelativeError(l_gpu, l_cpu), 1e-12);
 }
 
 }  // namespace

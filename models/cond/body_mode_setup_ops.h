@@ -46,6 +46,7 @@ struct BodyModeMatrixOp {
   Scalar* ac;
   CONDSIM_HD_INLINE void operator()(Index p) const {
     const Index b = m.patch_body[p], first = m.body_ptr[b];
+    if (m.c_off[b] < 0) return;  // a sparse body (BodyModeSparseMatrixOp)
     const Index ld = 6 * (m.body_ptr[b + 1] - first), row0 = 6 * (p - first);
     Scalar* out = ac + m.c_off[b] + std::int64_t(row0) * ld;
     for (std::int64_t k = 0; k < 6 * std::int64_t(ld); ++k) out[k] = 0;
@@ -58,6 +59,43 @@ struct BodyModeMatrixOp {
         const Index col0 = 6 * (m.t_patch[e] - first);
         for (int row = 0; row < 6; ++row)
           for (int c = 0; c < 6; ++c) out[std::int64_t(row) * ld + col0 + c] += blk[2 * (row / 3) + c / 3](row % 3, c % 3);
+      }
+    }
+  }
+};
+
+// the same rows for a body whose A_c is sparse (more patches than CondParams::body_mode_dense_patches):
+// item k is the body's patch first + k, its block row k of A_c in blocks c_ptr[k] .. c_ptr[k+1)
+// (6x6, row-major, 36 scalars each), their columns c_col the body's patches from 0 in ascending
+// order; every entry summed in BodyModeMatrixOp's order, so the blocks are bitwise its rows
+struct BodyModeSparseMatrixOp {
+  static constexpr Index kGrain = 16;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  const Scalar* t;
+  Index first;          // the body's first patch
+  const Index* c_ptr;   // per patch of the body, and the end
+  const Index* c_col;   // per block
+  Scalar* values;       // 36 per block
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index p = first + k, b0 = c_ptr[k], b1 = c_ptr[k + 1];
+    for (std::int64_t s = 36 * std::int64_t(b0); s < 36 * std::int64_t(b1); ++s) values[s] = 0;
+    for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) {
+      const Mat3 sk = Skew(LoadVec3(m.arm, q));
+      for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+        // the block of patch t_patch[e] (a binary search of the row's sorted columns)
+        const Index col = m.t_patch[e] - first;
+        Index lo = b0, hi = b1;
+        while (lo < hi) {
+          const Index mid = lo + (hi - lo) / 2;
+          if (c_col[mid] < col) lo = mid + 1;
+          else hi = mid;
+        }
+        if (lo == b1 || c_col[lo] != col) continue;
+        const Mat3 t_lin = LoadMat3(t, 2 * e), t_rot = LoadMat3(t, 2 * e + 1);
+        const Mat3 blk[4] = {t_lin, t_rot, sk * t_lin, sk * t_rot};
+        Scalar* out = values + 36 * std::int64_t(lo);
+        for (int row = 0; row < 6; ++row)
+          for (int c = 0; c < 6; ++c) out[6 * row + c] += blk[2 * (row / 3) + c / 3](row % 3, c % 3);
       }
     }
   }
@@ -121,7 +159,7 @@ struct BodyPatchArmOp {
   }
 };
 
-// rows of one body's coarse matrix at most (6 per patch, kMaxBodyModePatches patches)
+// rows of one body's dense coarse matrix at most (6 per patch, kMaxDenseBodyModePatches patches)
 constexpr Index kBodyModeMaxCoarse = 6 * 128;
 
 // per body: the inverse of its coarse matrix A_c (row-major, (6 m_b)^2 at c_off),
@@ -153,6 +191,7 @@ struct BodyModeInvertOp {
   // one phase for the rows r0, r0 + stride, ... (lane l: r0 = l, stride = kLanes; the host: all
   // rows in one call); row r0 = 0's lane also does the phase's single writes
   CONDSIM_HD_INLINE void Rows(Index b, Index r0, Index stride, int phase) const {
+    if (m.c_off[b] < 0) return;  // a sparse body: factorized on the host
     const Index first = m.body_ptr[b], n = 6 * (m.body_ptr[b + 1] - first);
     if (phase >= Phases(n) || (refresh != nullptr && !refresh[b])) return;
     Scalar* a = ac_inv + m.c_off[b];

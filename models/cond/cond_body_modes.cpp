@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include <Eigen/SparseCholesky>
+
 #include "condsim/error.h"
 #include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
@@ -26,6 +28,19 @@ constexpr int kRefreshGap = 4;
 constexpr Scalar kRefreshAlpha = 0.5;
 constexpr double kSlackFactor = 30;
 }  // namespace
+
+// a sparse body's A_c = D^1/2 (S + shift I) D^1/2 with S = D^-1/2 sym(A_c) D^-1/2 as BodyModeInvertOp
+// scales it: S + shift I = L L^T (Eigen's simplicial Cholesky, AMD ordering), its symbolic analysis
+// kept while the body's block pattern stays
+struct CondBodyModes::SparseCoarse {
+  Eigen::SimplicialLLT<Eigen::SparseMatrix<Scalar>, Eigen::Lower, Eigen::AMDOrdering<int>> llt;
+  std::vector<Index> ptr, col;  // the block pattern analyzed (patches of the body from 0)
+  std::vector<Scalar> scale;    // D^-1/2 per coarse row
+  bool ok = false;              // A_c positive definite: otherwise no correction
+};
+
+CondBodyModes::CondBodyModes(CondContext* ctx) : CondComponent(ctx) {}
+CondBodyModes::~CondBodyModes() = default;
 
 void CondBodyModes::Set(const BodyModes& modes) {
   const std::size_t arms = modes.device_arm != nullptr ? std::size_t(modes.device_arm->size()) : modes.arm.size();
@@ -61,11 +76,15 @@ void CondBodyModes::Set(const BodyModes& modes) {
     const Index bodies = modes_.body_ptr.empty() ? modes_.size() : Index(modes_.body_ptr.size()) - 1;
     slot_off_.assign(1, 0);
     for (Index body = 0; body < bodies; ++body) {
-      const std::int64_t m = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[body + 1] - modes_.body_ptr[body];
+      // a body of more than kMaxDenseBodyModePatches patches is always sparse: no dense slot
+      std::int64_t m = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[body + 1] - modes_.body_ptr[body];
+      if (m > kMaxDenseBodyModePatches) m = 0;
       CONDSIM_CHECK(slot_off_.back() + 36 * m * m < std::numeric_limits<Index>::max(),
                     "COND: the body modes' coarse matrices exceed " << std::numeric_limits<Index>::max() << " entries; lower body_mode_patches");
       slot_off_.push_back(slot_off_.back() + Index(36 * m * m));
     }
+    sparse_coarse_.clear();
+    sparse_coarse_.resize(std::size_t(bodies));
     coarse_key_.assign(std::size_t(bodies), {});
     coarse_age_.assign(std::size_t(bodies), -1);
   }
@@ -185,7 +204,6 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
 }
 
 void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) const {
-  used->c_off.assign(1, 0);
   used->halo.clear();
   // rows of T: the listed nodes (to their own body's patches), then the halo: nodes left out
   // whose row reaches a patch (to every patch it reaches); the patches of each row are found on
@@ -210,14 +228,8 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
         break;
       }
   }
-  const Index bodies = static_cast<Index>(used->body_ptr.size()) - 1;
-  for (Index body = 0; body < bodies; ++body) {
-    const Index ld = 6 * (used->body_ptr[body + 1] - used->body_ptr[body]);
-    CONDSIM_CHECK(std::int64_t(used->c_off.back()) + std::int64_t(ld) * ld < std::numeric_limits<Index>::max(),
-                  "COND: the body modes' coarse matrices exceed " << std::numeric_limits<Index>::max()
-                                                                 << " entries; lower body_mode_patches");
-    used->c_off.push_back(used->c_off.back() + ld * ld);
-  }
+  // (c_off: each body's slot, Prepare)
+  used->c_off.assign(used->body_ptr.size(), 0);
 }
 
 void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
@@ -292,9 +304,6 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   gate_chunks_ = used.gate_chunk_ptr.back();
   const int refresh = ctx_->params->body_mode_refresh;
   CONDSIM_CHECK(refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << refresh);
-  for (std::size_t k = 0; k + 1 < used.body_ptr.size(); ++k)
-    CONDSIM_CHECK(6 * (used.body_ptr[k + 1] - used.body_ptr[k]) <= kBodyModeMaxCoarse,
-                  "SetBodyModes: body " << k << " has more than " << kBodyModeMaxCoarse / 6 << " patches");
   // per body of this solve: its body of modes_, whether its inverse is made again (its listed
   // nodes changed, or body_mode_refresh solves passed), and its slot (c_off). The arms are not
   // compared: the World takes them from the current positions each step. A change of the listed
@@ -310,12 +319,18 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   for (Index p = 0; p < modes_.size(); ++p)
     for (Index q = modes_.ptr[p]; q < modes_.ptr[p + 1]; ++q) node_source[modes_.node[q]] = patch_source[p];
   std::vector<unsigned char> refresh_body(static_cast<std::size_t>(bodies), 0);
+  sparse_used_.clear();
   for (Index body = 0; body < bodies; ++body) {
     const Index p0 = used.body_ptr[body], p1 = used.body_ptr[body + 1];
     const Index src = node_source[used.node[used.ptr[p0]]];
     std::vector<Index> key;
     for (Index p = p0; p < p1; ++p) key.push_back(used.ptr[p + 1] - used.ptr[p]);
     key.insert(key.end(), used.node.begin() + used.ptr[p0], used.node.begin() + used.ptr[p1]);
+    // a body of more patches than body_mode_dense_patches: its A_c sparse, factorized on the host
+    // (in the key: a body switched between the two is made again)
+    const Index source_patches = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[src + 1] - modes_.body_ptr[src];
+    const bool sparse = source_patches > Index(ctx_->params->body_mode_dense_patches);
+    key.push_back(sparse);
     int& age = coarse_age_[std::size_t(src)];
     if (age < 0 || age >= refresh || key != coarse_key_[std::size_t(src)]) {
       refresh_body[std::size_t(body)] = 1;
@@ -323,11 +338,17 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
       age = 0;
     }
     ++age;
-    used.c_off[std::size_t(body)] = slot_off_[std::size_t(src)];
+    used.c_off[std::size_t(body)] = sparse ? -1 : slot_off_[std::size_t(src)];
+    if (sparse) sparse_used_.push_back({p0, p1, src});
   }
   used.c_off[std::size_t(bodies)] = slot_off_.back();
-  const bool any = std::find(refresh_body.begin(), refresh_body.end(), 1) != refresh_body.end();
-  const bool all = std::find(refresh_body.begin(), refresh_body.end(), 0) == refresh_body.end();
+  // the dense bodies' inverses: made for those due, the others kept
+  bool any = false, all = true;
+  for (Index body = 0; body < bodies; ++body)
+    if (used.c_off[std::size_t(body)] >= 0) {
+      any = any || refresh_body[std::size_t(body)];
+      all = all && refresh_body[std::size_t(body)];
+    }
   // the structure is uploaded only when it changed (halo and gates follow the contacts); host arms
   // alone when only they changed (the World takes them from the current positions); device arms
   // are gathered on the backend every solve
@@ -445,6 +466,117 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     ctx_->kernels->BodyModeInvert(bodies, BodyModeInvertOp{view, coarse_work_.data(), ac_.data(), coarse_scale_.data(), coarse_ok_.data(),
                                                            all ? nullptr : coarse_refresh_.data(), Scalar(kPatchRegularization)});
   }
+  FactorSparse(a.pattern(), used, refresh_body);
+}
+
+void CondBodyModes::FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body) {
+  sparse_begin_ = sparse_end_ = 0;
+  if (sparse_used_.empty()) return;
+  sparse_begin_ = sparse_used_.front()[0];
+  sparse_end_ = sparse_used_.back()[1];
+  Backend* b = ctx_->backend;
+  const BodyModeView view = arrays_.view();
+  std::vector<Index> mark(std::size_t(num_patches_), -1);
+  for (const auto& [p0, p1, src] : sparse_used_) {
+    if (!refresh_body[std::size_t(used.patch_body[p0])]) continue;
+    if (!sparse_coarse_[std::size_t(src)]) sparse_coarse_[std::size_t(src)] = std::make_unique<SparseCoarse>();
+    SparseCoarse& f = *sparse_coarse_[std::size_t(src)];
+    // the block pattern: patch P couples to the body's patches that the rows of A of its listed
+    // nodes reach (the columns of T's listed rows), sorted
+    std::vector<Index> ptr(1, 0), col;
+    for (Index p = p0; p < p1; ++p) {
+      const std::size_t row_begin = col.size();
+      for (Index q = used.ptr[p]; q < used.ptr[p + 1]; ++q) {
+        const Index i = used.node[q];
+        for (Index k = pattern.row_ptr[i]; k < pattern.row_ptr[i + 1]; ++k) {
+          const Index pq = used.node_patch[pattern.col_idx[k]];
+          if (pq < p0 || pq >= p1 || mark[std::size_t(pq)] == p) continue;
+          mark[std::size_t(pq)] = p;
+          col.push_back(pq - p0);
+        }
+      }
+      std::sort(col.begin() + std::ptrdiff_t(row_begin), col.end());
+      ptr.push_back(static_cast<Index>(col.size()));
+    }
+    if (ptr != c_ptr_up_) {
+      c_ptr_.Assign(b, ptr);
+      c_ptr_up_ = ptr;
+    }
+    if (col != c_col_up_) {
+      c_col_.Assign(b, col);
+      c_col_up_ = col;
+    }
+    c_val_.Resize(b, 36 * static_cast<Index>(col.size()));
+    ctx_->kernels->BodyModeSparseMatrix(p1 - p0, BodyModeSparseMatrixOp{view, t_.data(), p0, c_ptr_.data(), c_col_.data(), c_val_.data()});
+    const std::vector<Scalar> values = c_val_.ToHost();
+    // D^-1/2 from A_c's diagonal, then S + shift I (its lower triangle, sym(A_c) scaled), as
+    // BodyModeInvertOp; a diagonal entry <= 0, a non-finite entry or a failed factor: no correction
+    const Index m = p1 - p0, n = 6 * m;
+    f.scale.assign(std::size_t(n), 0);
+    f.ok = true;
+    for (Index r = 0; r < m && f.ok; ++r)
+      for (Index k = ptr[r]; k < ptr[r + 1]; ++k)
+        if (col[k] == r)
+          for (int d = 0; d < 6; ++d) {
+            const Scalar a = values[36 * std::size_t(k) + 7 * std::size_t(d)];
+            if (!(a > 0) || !std::isfinite(a)) f.ok = false;
+            else f.scale[std::size_t(6 * r + d)] = 1 / std::sqrt(a);
+          }
+    if (!f.ok) continue;
+    std::vector<Eigen::Triplet<Scalar>> entries;
+    entries.reserve(36 * col.size() / 2 + std::size_t(n));
+    for (Index r = 0; r < m; ++r)
+      for (Index k = ptr[r]; k < ptr[r + 1]; ++k) {
+        const Index c = col[k];
+        if (c > r) continue;
+        // the transposed block (c, r) for sym(A_c)
+        const Index kt = Index(std::lower_bound(col.begin() + ptr[c], col.begin() + ptr[c + 1], r) - col.begin());
+        const bool has_t = kt < ptr[c + 1] && col[kt] == r;
+        for (int i = 0; i < 6; ++i)
+          for (int j = 0; j < 6; ++j) {
+            const Index gi = 6 * r + i, gj = 6 * c + j;
+            if (gj > gi) continue;
+            const Scalar at = has_t ? values[36 * std::size_t(kt) + 6 * std::size_t(j) + std::size_t(i)] : Scalar(0);
+            const Scalar v = Scalar(0.5) * (values[36 * std::size_t(k) + 6 * std::size_t(i) + std::size_t(j)] + at);
+            const Scalar sv = f.scale[std::size_t(gi)] * v * f.scale[std::size_t(gj)] + (gi == gj ? Scalar(kPatchRegularization) : Scalar(0));
+            if (!std::isfinite(sv)) f.ok = false;
+            entries.emplace_back(int(gi), int(gj), sv);
+          }
+      }
+    if (!f.ok) continue;
+    Eigen::SparseMatrix<Scalar> s(n, n);
+    s.setFromTriplets(entries.begin(), entries.end());
+    if (ptr != f.ptr || col != f.col) {
+      f.llt.analyzePattern(s);
+      f.ptr = std::move(ptr);
+      f.col = std::move(col);
+    }
+    f.llt.factorize(s);
+    f.ok = f.llt.info() == Eigen::Success;
+  }
+}
+
+void CondBodyModes::SolveSparse() {
+  if (sparse_used_.empty()) return;
+  // one read of the sparse bodies' rows of g, one write of dv there (a dense body in between
+  // gets 0, then its own rows from BodyModeSolveOp); a stopped environment's g is 0, so its dv too
+  Backend* b = ctx_->backend;
+  const std::size_t begin = 6 * std::size_t(sparse_begin_), count = 6 * std::size_t(sparse_end_ - sparse_begin_);
+  g_host_.resize(count);
+  dv_host_.assign(count, 0);
+  b->CopyToHost(g_host_.data(), g_.data() + begin, sizeof(Scalar) * count);
+  for (const auto& [p0, p1, src] : sparse_used_) {
+    const SparseCoarse* f = sparse_coarse_[std::size_t(src)].get();
+    if (f == nullptr || !f->ok) continue;
+    const Index n = 6 * (p1 - p0);
+    const std::size_t off = 6 * std::size_t(p0 - sparse_begin_);
+    Eigen::Matrix<Scalar, Eigen::Dynamic, 1> y(n);
+    for (Index k = 0; k < n; ++k) y[k] = f->scale[std::size_t(k)] * g_host_[off + std::size_t(k)];
+    // dv = -D^-1/2 (S + shift I)^-1 D^-1/2 g
+    const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> x = f->llt.solve(y);
+    for (Index k = 0; k < n; ++k) dv_host_[off + std::size_t(k)] = -f->scale[std::size_t(k)] * x[k];
+  }
+  b->CopyFromHost(dv_.data() + begin, dv_host_.data(), sizeof(Scalar) * count);
 }
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
@@ -489,6 +621,7 @@ void CondBodyModes::Correction(const Array<Scalar>& v) {
     k.BodyModeContactForce(num_patches_, BodyModeContactForceOp{view, gate_partial_.data(), ctx_->node_env.data(),
                                                                 ctx_->env_active.data(), g_.data()});
   }
+  SolveSparse();
   k.BodyModeSolve(6 * num_patches_, BodyModeSolveOp{view, ac_.data(), g_.data(), ctx_->node_env.data(), ctx_->env_active.data(),
                                                     solve_lanes_.data(), dv_.data()});
   // truncated modes: the step limited per body so no listed contact becomes violated

@@ -24,10 +24,14 @@
 
 namespace condsim {
 
-// patches per body at most (the coarse matrix of a body is dense: (6 m)^2, inverted on the backend
-// every CondParams::body_mode_refresh solves; BodyModeInvertOp runs 2 (6 m) + 6 lane phases)
-constexpr int kMaxBodyModePatches = 128;
-static_assert(6 * kMaxBodyModePatches <= kBodyModeMaxCoarse, "BodyModeInvertOp's phases must cover the largest body");
+// patches per body at most (GridPatches also makes at most one per 16 nodes)
+constexpr int kMaxBodyModePatches = 1 << 20;
+// patches per body at most for a dense coarse matrix ((6 m)^2, inverted on the backend every
+// CondParams::body_mode_refresh solves; BodyModeInvertOp runs 2 (6 m) + 6 lane phases); a body of
+// more patches (or of more than CondParams::body_mode_dense_patches) has its sparse Z^T A Z
+// factorized on the host (CondBodyModes' sparse coarse solve)
+constexpr int kMaxDenseBodyModePatches = 128;
+static_assert(6 * kMaxDenseBodyModePatches <= kBodyModeMaxCoarse, "BodyModeInvertOp's phases must cover the largest dense body");
 
 // the patches as given to CondSolver::SetBodyModes
 struct BodyModes {
@@ -93,7 +97,8 @@ CONDSIM_RECORD_ARRAYS(BodyModeArrays, BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 
 class CondBodyModes : public CondComponent {
  public:
-  using CondComponent::CondComponent;
+  explicit CondBodyModes(CondContext* ctx);
+  ~CondBodyModes() override;
   void Set(const BodyModes& modes);
   // the free-body level instead (docs/solver.md "Free bodies"): one patch per body of `modes`
   // (arms from body_arm; none without it) that keeps its contact nodes, for the bodies touched
@@ -143,6 +148,11 @@ class CondBodyModes : public CondComponent {
   bool truncating() const;
   // dv = -(Z^T A Z)^-1 Z^T r for v (gated and limited as the level asks), into dv_
   void Correction(const Array<Scalar>& v);
+  // the sparse bodies' A_c (BodyModeSparseMatrixOp) factorized on the host, for the bodies of
+  // this solve whose refresh is due (Prepare)
+  void FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body);
+  // the sparse bodies' dv from this solve's g on the host (one read of their rows, one write)
+  void SolveSparse();
   // the correction's op on v (and r)
   BodyModeApplyOp ApplyOp(Array<Scalar>* v);
 
@@ -189,6 +199,17 @@ class CondBodyModes : public CondComponent {
   std::array<std::uint64_t, 4> coupled_pattern_{};  // A (address, pattern version, rows, blocks) t_ptr and t_patch were made for
   Index t_entries_ = 0;                // entries of t_patch (T holds 18 scalars per entry)
   Array<Index> source_;      // device arms: per node of A its entry in modes_ (-1: none)
+  // the sparse coarse solve: per body of modes_ its factor (null: a dense body); this solve's
+  // sparse bodies as {first patch, end patch, body of modes_}; the patch range holding them; the
+  // device blocks of one body's A_c (BodyModeSparseMatrixOp) and the host's copies of g and dv
+  struct SparseCoarse;
+  std::vector<std::unique_ptr<SparseCoarse>> sparse_coarse_;
+  std::vector<std::array<Index, 3>> sparse_used_;
+  Index sparse_begin_ = 0, sparse_end_ = 0;
+  Array<Index> c_ptr_, c_col_;
+  std::vector<Index> c_ptr_up_, c_col_up_;  // what c_ptr_ and c_col_ hold
+  Array<Scalar> c_val_;
+  std::vector<Scalar> g_host_, dv_host_;
 };
 
 }  // namespace condsim

@@ -17,7 +17,7 @@ class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
-                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeInvertOp,
+                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeSparseMatrixOp, BodyModeInvertOp,
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
@@ -84,6 +84,7 @@ class CondKernels
   void BarycentricNode(Index nodes, const BarycentricNodeOp& op) { Run(nodes, op); }
   void BodyModeProduct(Index listed, const BodyModeProductOp& op) { Run(listed, op); }
   void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
+  void BodyModeSparseMatrix(Index patches, const BodyModeSparseMatrixOp& op) { Run(patches, op); }
   void BodyModeInvert(Index bodies, const BodyModeInvertOp& op) { Run(bodies, op); }
   void BodyModeGatherArm(Index listed, const BodyModeGatherArmOp& op) { Run(listed, op); }
   void BodyPatchCentre(Index items, const BodyPatchCentreOp& op) { Run(items, op); }

@@ -66,6 +66,9 @@ void CondParams::Validate() const {
   CONDSIM_CHECK(rigid_sweeps >= 0 && rigid_sweeps <= 100, "CondParams.rigid_sweeps must be in [0, 100], got " << rigid_sweeps);
   CONDSIM_CHECK(body_mode_patches >= 1 && body_mode_patches <= kMaxBodyModePatches,
                 "CondParams.body_mode_patches must be in [1, " << kMaxBodyModePatches << "], got " << body_mode_patches);
+  CONDSIM_CHECK(body_mode_patch_nodes >= 0, "CondParams.body_mode_patch_nodes must be >= 0 (0: body_mode_patches), got " << body_mode_patch_nodes);
+  CONDSIM_CHECK(body_mode_dense_patches >= 0 && body_mode_dense_patches <= kMaxDenseBodyModePatches,
+                "CondParams.body_mode_dense_patches must be in [0, " << kMaxDenseBodyModePatches << "], got " << body_mode_dense_patches);
   CONDSIM_CHECK(body_mode_refresh >= 1, "CondParams.body_mode_refresh must be >= 1 (solves), got " << body_mode_refresh);
 }
 

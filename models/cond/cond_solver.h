@@ -83,6 +83,12 @@ struct CondParams {
                                    // with their new velocities (block Gauss-Seidel; false: both
                                    // from v^l, docs/solver.md "Order of the chain step")
   int body_mode_patches = 32;      // patches per FEM body the World makes (1: rigid motions only)
+  int body_mode_patch_nodes = 0;   // > 0: one patch per this many nodes of each FEM body when
+                                   // that is more than body_mode_patches (a coarse space that
+                                   // grows with the mesh)
+  int body_mode_dense_patches = 128;  // bodies of at most this many patches: the coarse matrix
+                                      // inverted densely on the backend; more: factorized sparse
+                                      // on the host (docs/solver.md "Sparse coarse solve")
   int body_mode_refresh = 1;       // body modes: invert the coarse matrices Z^T A Z every k solves
                                    // (>= 1) and when the patches change; in between the older
                                    // inverse (same fixed point, docs/solver.md "Patches")

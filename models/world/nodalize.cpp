@@ -1,6 +1,8 @@
 // Nodalization: virtual nodes and the solver's rigid groups, barycentric nodes and body modes.
 #include "models/world/nodalize.h"
 
+#include <algorithm>
+
 #include <Eigen/Dense>
 
 namespace condsim {
@@ -75,7 +77,11 @@ BodyModes Nodalizer::BuildBodyModes(WorldBodies* w) {
   std::vector<const Array<Scalar>*> x;
   for (std::size_t f = 0; f < w->fem.size(); ++f) {
     FemBody& body = *w->fem[f];
-    if (Index(body.patch.size()) != body.x.size() / 3) body.patch = GridPatches(body.x.ToHost(), w->params.cond.body_mode_patches);
+    // patches: body_mode_patches per body, and more with body_mode_patch_nodes: one per that
+    // many nodes
+    const Index nodes = body.x.size() / 3, per = w->params.cond.body_mode_patch_nodes;
+    const Index target = std::max<Index>(w->params.cond.body_mode_patches, per > 0 ? (nodes + per / 2) / per : 0);
+    if (Index(body.patch.size()) != nodes) body.patch = GridPatches(body.x.ToHost(), target);
     first.push_back(w->system->part_offset(body.part));
     AppendBodyPatchNodes(body.patch, first.back(), &modes);
     x.push_back(&body.x);

@@ -181,7 +181,8 @@ std::string ParamsDiffer(const WorldParams& a, const WorldParams& b) {
                      x.body_modes != y.body_modes || x.free_body_modes != y.free_body_modes || x.truncated_modes != y.truncated_modes ||
                      x.chain_gauss_seidel != y.chain_gauss_seidel ||
                      x.body_mode_refresh != y.body_mode_refresh ||
-                     x.body_mode_patches != y.body_mode_patches || x.rigid_sweeps != y.rigid_sweeps},
+                     x.body_mode_patches != y.body_mode_patches || x.body_mode_patch_nodes != y.body_mode_patch_nodes ||
+                     x.body_mode_dense_patches != y.body_mode_dense_patches || x.rigid_sweeps != y.rigid_sweeps},
   };
   for (const auto& [name, differs] : fields)
     if (differs) return name;
