@@ -436,9 +436,10 @@ TEST(CondBodyModes, CoarseSolveOverLanesMatchesTheDenseProduct) {
 // truncated modes' refresh on the backend (CondBodyModes::Refresh, docs/solver.md "Truncated
 // modes"): the per-contact idle test (BodyModeIdleOp) against the host's rule evaluated here
 // (lambda = 0 in all three rows, not blocked, n . v_i + phi > slack_min), bitwise the same
-// decisions on 1 and 2 threads, with and without the blocked flags; the refresh flag
-// (BodyModeRefreshFlagOp) set by any patch's alpha below the threshold, kept when none is, and
-// cleared; BodyModeUnblockOp zeroes every flag
+// decisions on 1 and 2 threads, with and without the blocked flags; the refresh flags
+// (BodyModeRefreshFlagOp) set per environment by any of its patches' alpha below the threshold,
+// kept when none is, and cleared; BodyModeUnblockOp zeroes the flags of the environments asked
+// (every flag without a mask)
 TEST(CondBodyModes, RefreshTestsOnTheBackendMatchTheHostRule) {
   auto rng = test::Rng();
   const Index nodes = 300, count = 2000;
@@ -480,23 +481,37 @@ TEST(CondBodyModes, RefreshTestsOnTheBackendMatchTheHostRule) {
       ops.kernels->BodyModeIdle(count, BodyModeIdleOp{contacts.view(), lambda_d.data(), use_blocked ? blocked_d.data() : nullptr, v_d.data(),
                                                       slack_min, idle_d.data()});
       EXPECT_EQ(idle_d.ToHost(), expect) << threads << " threads, blocked " << use_blocked;
-      ops.kernels->BodyModeUnblock(count, BodyModeUnblockOp{blocked_d.data()});
+      // contacts of environments 0 and 1 alternating: unblock environment 1's only, then all
+      std::vector<Index> contact_env(static_cast<std::size_t>(count));
+      for (Index m = 0; m < count; ++m) contact_env[std::size_t(m)] = m % 2;
+      Array<Index> env_d(b, contact_env);
+      Array<unsigned char> changed_d(b, std::vector<unsigned char>{0, 1});
+      ops.kernels->BodyModeUnblock(count, BodyModeUnblockOp{env_d.data(), changed_d.data(), blocked_d.data()});
+      std::vector<unsigned char> half = blocked;
+      for (Index m = 1; m < count; m += 2) half[std::size_t(m)] = 0;
+      EXPECT_EQ(blocked_d.ToHost(), half);
+      ops.kernels->BodyModeUnblock(count, BodyModeUnblockOp{nullptr, nullptr, blocked_d.data()});
       EXPECT_EQ(blocked_d.ToHost(), std::vector<unsigned char>(std::size_t(count), 0));
     }
   }
-  OpsOnThreads ops(1, BodyModeHost());
+  // three patches of one listed node each: nodes 0, 1, 2 in environments 0, 1, 1
+  BodyModeHost h;
+  h.ptr = {0, 1, 2, 3};
+  h.node = {0, 1, 2};
+  OpsOnThreads ops(1, h);
   Backend* b = ops.backend.get();
-  Array<Scalar> alpha(b, std::vector<Scalar>{1, 0.7, 0.5}), flag(b, std::vector<Scalar>{0});
+  Array<Scalar> alpha(b, std::vector<Scalar>{1, 0.7, 0.5}), flag(b, std::vector<Scalar>{0, 0});
+  Array<Index> node_env(b, std::vector<Index>{0, 1, 1});
   const auto set = [&](bool clear) {
-    ops.kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{alpha.data(), 3, Scalar(0.5), clear, flag.data()});
-    return flag.ToHost()[0];
+    ops.kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{ops.arrays.view(), alpha.data(), node_env.data(), 3, Scalar(0.5), 2, clear, flag.data()});
+    return flag.ToHost();
   };
-  EXPECT_EQ(set(false), 0);  // 0.5 is not below 0.5
+  EXPECT_EQ(set(false), (std::vector<Scalar>{0, 0}));  // 0.5 is not below 0.5
   alpha.CopyFromHost(std::vector<Scalar>{1, 0.49, 0.5});
-  EXPECT_EQ(set(false), 1);
-  alpha.CopyFromHost(std::vector<Scalar>{1, 1, 1});
-  EXPECT_EQ(set(false), 1);  // kept until cleared
-  EXPECT_EQ(set(true), 0);
+  EXPECT_EQ(set(false), (std::vector<Scalar>{0, 1}));
+  alpha.CopyFromHost(std::vector<Scalar>{0.2, 1, 1});
+  EXPECT_EQ(set(false), (std::vector<Scalar>{1, 1}));  // environment 1's kept until cleared
+  EXPECT_EQ(set(true), (std::vector<Scalar>{0, 0}));
 }
 
 }  // namespace

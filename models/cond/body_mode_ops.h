@@ -240,21 +240,22 @@ struct BodyModeLimitOp {
 // cut below `threshold` (it stays set until cleared), or cleared (`clear`)
 struct BodyModeRefreshFlagOp {
   static constexpr Index kGrain = 1;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
   const Scalar* alpha;  // per patch (BodyModeLimitOp's)
+  const Index* node_env;
   Index patches;
   Scalar threshold;
+  Index envs;  // clear: the flags to clear (else unused)
   bool clear;
-  Scalar* flag;  // one scalar: 1 requested, 0 not
+  Scalar* flag;  // per environment: 1 requested, 0 not
   CONDSIM_HD_INLINE void operator()(Index) const {
     if (clear) {
-      flag[0] = 0;
+      for (Index e = 0; e < envs; ++e) flag[e] = 0;
       return;
     }
+    // (a patch's environment: its first listed node's)
     for (Index p = 0; p < patches; ++p)
-      if (alpha[p] < threshold) {
-        flag[0] = 1;
-        return;
-      }
+      if (alpha[p] < threshold && m.ptr[p + 1] > m.ptr[p]) flag[node_env[m.node[m.ptr[p]]]] = 1;
   }
 };
 
@@ -283,8 +284,12 @@ struct BodyModeIdleOp {
 // truncated modes, per contact: blocked = 0 (a refresh that changed the listed nodes)
 struct BodyModeUnblockOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* contact_env;           // per contact its environment
+  const unsigned char* env_changed;  // per environment: its listed contact nodes changed (null: all)
   unsigned char* blocked;
-  CONDSIM_HD_INLINE void operator()(Index m) const { blocked[m] = 0; }
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    if (env_changed == nullptr || env_changed[contact_env[m]]) blocked[m] = 0;
+  }
 };
 
 // truncated modes, per patch: dv_p *= the smallest alpha over its body's patches (one factor

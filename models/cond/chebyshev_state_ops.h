@@ -54,9 +54,10 @@ struct CondChebyshevRestartOp {
   int chebyshev_start;  // l_s
   CondChebyshevEnv* env;
   Scalar* nu_env;       // iteration l's nu per environment
+  const unsigned char* only;  // per environment: restart it (null: all)
   CONDSIM_HD_INLINE void operator()(Index e) const {
     CondChebyshevEnv& s = env[e];
-    if (s.cheb_start > l) return;
+    if ((only != nullptr && !only[e]) || s.cheb_start > l) return;
     s.cheb_start = l + chebyshev_start;
     s.nu = 1;
     nu_env[e] = 1;

@@ -253,12 +253,22 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
 
 void CondBodyModes::StartSolve(Scalar* refresh_flag) {
   refresh_flag_ = truncating() && active() ? refresh_flag : nullptr;
-  if (refresh_flag_ != nullptr) ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{nullptr, 0, 0, true, refresh_flag_});
+  if (refresh_flag_ == nullptr) return;
+  const Index ne = ctx_->num_envs, contacts = ctx_->contacts_host.size();
+  ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{arrays_.view(), nullptr, nullptr, 0, 0, ne, true, refresh_flag_});
+  // no contact has limited a step yet (each environment's flags as it would have them alone)
+  blocked_.Resize(ctx_->backend, contacts);
+  ctx_->kernels->BodyModeUnblock(contacts, BodyModeUnblockOp{nullptr, nullptr, blocked_.data()});
 }
 
-void CondBodyModes::RefreshRequested() {
-  refresh_due_ = true;
-  ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{nullptr, 0, 0, true, refresh_flag_});
+void CondBodyModes::RefreshRequested(const Scalar* flags) {
+  bool any = false;
+  for (Index e = 0; e < ctx_->num_envs; ++e)
+    if (flags[e] != 0) {
+      refresh_due_[std::size_t(e)] = 1;
+      any = true;
+    }
+  if (any) ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{arrays_.view(), nullptr, nullptr, 0, 0, ctx_->num_envs, true, refresh_flag_});
 }
 
 void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
@@ -268,8 +278,8 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   if (!refreshing_) {
     admit_.clear();
     admitted_ = 0;
-    refresh_due_ = false;
-    last_refresh_ = 0;
+    refresh_due_.assign(std::size_t(ctx_->num_envs), 0);
+    last_refresh_.assign(std::size_t(ctx_->num_envs), 0);
   }
   a_ = &a;
   if (!ctx_->params->body_modes || ctx_->params->step_size != StepSize::kFrobenius) return;
@@ -331,13 +341,16 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     const Index source_patches = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[src + 1] - modes_.body_ptr[src];
     const bool sparse = source_patches > Index(ctx_->params->body_mode_dense_patches);
     key.push_back(sparse);
+    // a refresh (truncated modes) rebuilds only the bodies of the environments whose listed nodes
+    // changed; the others keep their coarse operators and ages, as they would alone
+    const bool kept = refreshing_ && !env_changed_host_[std::size_t(ctx_->node_env_host[used.node[used.ptr[p0]]])];
     int& age = coarse_age_[std::size_t(src)];
-    if (age < 0 || age >= refresh || key != coarse_key_[std::size_t(src)]) {
+    if (!kept && (age < 0 || age >= refresh || key != coarse_key_[std::size_t(src)])) {
       refresh_body[std::size_t(body)] = 1;
       coarse_key_[std::size_t(src)] = std::move(key);
       age = 0;
     }
-    ++age;
+    if (!kept) ++age;
     used.c_off[std::size_t(body)] = sparse ? -1 : slot_off_[std::size_t(src)];
     if (sparse) sparse_used_.push_back({p0, p1, src});
   }
@@ -632,7 +645,8 @@ void CondBodyModes::Correction(const Array<Scalar>& v) {
     k.BodyModeScale(num_patches_, BodyModeScaleOp{view, alpha_.data(), dv_.data()});
     // a step cut short: contacts are closing, the iteration after the host's next check
     // re-chooses the patches (the request rides in the check's read, RefreshRequested)
-    if (refresh_flag_ != nullptr) k.BodyModeRefreshFlag(BodyModeRefreshFlagOp{alpha_.data(), num_patches_, kRefreshAlpha, false, refresh_flag_});
+    if (refresh_flag_ != nullptr)
+      k.BodyModeRefreshFlag(BodyModeRefreshFlagOp{view, alpha_.data(), ctx_->node_env.data(), num_patches_, kRefreshAlpha, 0, false, refresh_flag_});
   }
 }
 
@@ -642,15 +656,26 @@ bool CondBodyModes::truncating() const {
 
 bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
   if (!truncating() || a_ == nullptr || l == 0) return false;
-  // at l = 8, 40, 72, ... (the first sweeps decide which contacts are idle), and early, at
-  // least 4 iterations after the last one, when a step was cut short
-  const bool early = refresh_due_ && l - last_refresh_ >= kRefreshGap;
-  if (!early && (l < kFirstRefresh || (l - kFirstRefresh) % kRefreshEvery != 0)) return false;
+  // per environment, as it would alone: at l = 8, 40, 72, ... (the first sweeps decide which
+  // contacts are idle), and early, at least 4 iterations after its last one, when one of its
+  // steps was cut short
+  const Index ne = ctx_->num_envs;
+  const bool periodic = l >= kFirstRefresh && (l - kFirstRefresh) % kRefreshEvery == 0;
+  std::vector<unsigned char> due(std::size_t(ne), 0);
+  bool any = false;
+  for (Index e = 0; e < ne; ++e) {
+    due[std::size_t(e)] = periodic || (refresh_due_[std::size_t(e)] && l - last_refresh_[std::size_t(e)] >= kRefreshGap);
+    any = any || due[std::size_t(e)];
+  }
+  if (!any) return false;
   const Index nodes = ctx_->nodes;
   const ContactSet& c = ctx_->contacts_host;
   if (c.size() == 0) return false;
-  refresh_due_ = false;
-  last_refresh_ = l;
+  for (Index e = 0; e < ne; ++e)
+    if (due[std::size_t(e)]) {
+      refresh_due_[std::size_t(e)] = 0;
+      last_refresh_[std::size_t(e)] = l;
+    }
   // admitted: every contact of the node is an idle S-contact (lambda = 0) that limited no step
   // since the last refresh, with a slack J_n v + phi above kSlackFactor theta_th; a node of a
   // D-contact, of a loaded contact or of one at (or near) its bound stays out (truncated, as at
@@ -659,8 +684,9 @@ bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
   const double slack_min = kSlackFactor * ctx_->params->theta_threshold;
   Backend* b = ctx_->backend;
   idle_.Resize(b, c.size());
-  ctx_->kernels->BodyModeIdle(c.size(), BodyModeIdleOp{ctx_->contacts.view(), ctx_->lambda.data(), admitted_ > 0 ? blocked_.data() : nullptr,
-                                                      v.data(), slack_min, idle_.data()});
+  // (an environment without listed contact nodes has no contact blocked: StartSolve cleared them)
+  ctx_->kernels->BodyModeIdle(c.size(), BodyModeIdleOp{ctx_->contacts.view(), ctx_->lambda.data(), blocked_.data(), v.data(), slack_min,
+                                                      idle_.data()});
   const std::vector<unsigned char> contact_idle = idle_.ToHost();
   std::vector<unsigned char> admit(std::size_t(nodes), 0), veto(std::size_t(nodes), 0);
   for (Index m = 0; m < c.size(); ++m) {
@@ -677,16 +703,26 @@ bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
   std::vector<unsigned char> listed(std::size_t(nodes), 0);
   for (Index i : modes_.node)
     if (i < nodes) listed[i] = 1;
+  // the environments refreshed now take their new set, the others keep theirs
+  if (admit_.empty()) admit_.assign(std::size_t(nodes), 0);
+  env_changed_host_.assign(std::size_t(ne), 0);
+  bool changed = false;
   Index count = 0;
   for (Index i = 0; i < nodes; ++i) {
-    admit[i] = admit[i] && !veto[i] && listed[i];
+    const Index e = ctx_->node_env_host[i];
+    if (due[std::size_t(e)]) {
+      admit[i] = admit[i] && !veto[i] && listed[i];
+      if (admit[i] != admit_[i]) env_changed_host_[std::size_t(e)] = changed = true;
+    } else {
+      admit[i] = admit_[i];
+    }
     count += admit[i];
   }
-  if (admit == admit_ || (count == 0 && admitted_ == 0)) return false;
+  if (!changed) return false;
   admit_ = admit;
   admitted_ = count;
-  blocked_.Resize(b, c.size());
-  ctx_->kernels->BodyModeUnblock(c.size(), BodyModeUnblockOp{blocked_.data()});
+  env_changed_.Assign(b, env_changed_host_);
+  ctx_->kernels->BodyModeUnblock(c.size(), BodyModeUnblockOp{ctx_->contacts.view().env, env_changed_.data(), blocked_.data()});
   refreshing_ = true;
   Prepare(*a_);
   refreshing_ = false;

@@ -128,12 +128,16 @@ class CondBodyModes : public CondComponent {
   // inverses when that set changed
   // the rebuilds at the refreshes; returns whether the patches changed
   bool Refresh(int l, const Array<Scalar>& v);
-  // before each solve's loop: with truncated modes, the backend scalar (a slot of the solver's
-  // check buffer, read at each convergence check) where a cut step asks for a refresh, cleared
-  // here; without them none (refresh_flag_set() is false)
+  // before each solve's loop: with truncated modes, the backend scalars (one per environment, in
+  // the solver's check buffer, read at each convergence check) where a cut step asks for a
+  // refresh, cleared here; without them none (refresh_flag_set() is false)
   void StartSolve(Scalar* refresh_flag);
-  // the check found the request: refresh at the next iteration that may (and clear the flag)
-  void RefreshRequested();
+  // the check's read of those flags: the environments that asked refresh at their next
+  // iteration that may (and the flags are cleared)
+  void RefreshRequested(const Scalar* flags);
+  // after a Refresh that returned true: per environment (backend), whether its listed nodes
+  // changed (its Chebyshev semi-iteration starts afresh)
+  const unsigned char* changed_envs() const { return env_changed_.data(); }
   bool refresh_flag_set() const { return refresh_flag_ != nullptr; }
 
  private:
@@ -163,8 +167,12 @@ class CondBodyModes : public CondComponent {
   std::vector<unsigned char> admit_;
   DeviceBlockMatrix* a_ = nullptr;
   bool refreshing_ = false;
-  bool refresh_due_ = false;  // a step was cut below kRefreshAlpha: refresh at the next iteration
-  int last_refresh_ = 0;
+  // per environment: a step was cut below kRefreshAlpha (refresh at its next iteration that may),
+  // its last refresh, and whether the last refresh changed its listed nodes (host, backend)
+  std::vector<unsigned char> refresh_due_;
+  std::vector<int> last_refresh_;
+  std::vector<unsigned char> env_changed_host_;
+  Array<unsigned char> env_changed_;
   Index admitted_ = 0;  // contact nodes listed
   Index num_patches_ = 0;  // patches in use (0 when off)
   Index listed_ = 0;       // their nodes in this solve

@@ -190,8 +190,9 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     env_nu_.Resize(b, ctx_.num_envs);
     env_theta2_.Resize(b, ctx_.num_envs);
     env_chebyshev_.Resize(b, ctx_.num_envs);
-    // (one more slot: the truncated modes' refresh request, read with the rest when they run)
-    env_check_.Resize(b, 3 * ctx_.num_envs + 1);
+    // (one more slot per environment: the truncated modes' refresh requests, read with the rest
+    // when they run)
+    env_check_.Resize(b, 4 * ctx_.num_envs);
     ctx_.env_active.Resize(b, ctx_.num_envs);
     row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
@@ -359,9 +360,9 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   double worst = 0;
   if (check) {
     const bool flag = modes_.refresh_flag_set();
-    loop->check.resize(std::size_t(3 * ne + (flag ? 1 : 0)));
+    loop->check.resize(std::size_t(3 * ne + (flag ? ne : 0)));
     backend_->CopyToHost(loop->check.data(), env_check_.data(), sizeof(Scalar) * loop->check.size());
-    if (flag && loop->check[std::size_t(3 * ne)] != 0) modes_.RefreshRequested();
+    if (flag) modes_.RefreshRequested(loop->check.data() + 3 * ne);
     st->chebyshev_restarts = 0;
     for (Index e = 0; e < ne; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ne + e)]);
     bool changed = false;
@@ -497,7 +498,7 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
     // (a new coarse space changes the iteration: the Chebyshev semi-iteration starts afresh,
     // without counting as a failed one)
     if (params_.truncated_modes && modes_.active() && modes_.Refresh(l, *v) && params_.chebyshev)
-      kernels_->ChebyshevRestart(ne, CondChebyshevRestartOp{l, params_.chebyshev_start, env_chebyshev_.data(), env_nu_.data()});
+      kernels_->ChebyshevRestart(ne, CondChebyshevRestartOp{l, params_.chebyshev_start, env_chebyshev_.data(), env_nu_.data(), modes_.changed_envs()});
     // r = A v - b; the Barzilai-Borwein W from the last step (Frobenius: fixed)
     const bool u_ready = Residual(l, a, b, *v);
     // the momentum check of the environments whose theta passed in the last iteration
