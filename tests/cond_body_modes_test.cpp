@@ -376,6 +376,8 @@ TEST(CondBodyModes, SparseCoarseSolveMatchesTheDenseInverse) {
   ASSERT_TRUE(dense.converged);
   ASSERT_TRUE(sparse.converged);
   EXPECT_LE(std::abs(dense.iterations - sparse.iterations), 2);
+  // the sparse path ran: one more write of dv per iteration at least (BackendCounters)
+  EXPECT_GE(sparse.loop_counters.uploads, dense.loop_counters.uploads + sparse.iterations);
   // both stop at theta 1e-11 m/s of the same fixed point (the plate's v ~ 0.1 m/s)
   EXPECT_LT(test::MaxDiff(v_dense, v_sparse), 1e-9) << "m/s";
   double total = 0;
@@ -632,12 +634,15 @@ TEST(CondBodyModes, CudaMatchesCpu) {
   EXPECT_EQ(v_gpu, v_gpu2);
   EXPECT_EQ(l_gpu, l_gpu2);
   // the sparse coarse solve (factor on the host, g read and dv written each iteration): the CPU's
-  // sparse run to 1e-12
+  // sparse run to 1e-12, run-to-run bitwise
   p.body_mode_dense_patches = 0;
   cpu.Solve(p, true, cpu.FloorContacts(), &v_cpu, &l_cpu, 8);
   gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu, &l_gpu, 8);
+  gpu.Solve(p, true, gpu.FloorContacts(), &v_gpu2, &l_gpu2, 8);
   EXPECT_LE(test::RelativeError(v_gpu, v_cpu), 1e-12);
   EXPECT_LE(test::RelativeError(l_gpu, l_cpu), 1e-12);
+  EXPECT_EQ(v_gpu, v_gpu2);
+  EXPECT_EQ(l_gpu, l_gpu2);
 }
 
 }  // namespace

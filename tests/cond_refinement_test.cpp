@@ -138,15 +138,27 @@ TEST(CondRefinement, TruncatedModesReadOnlyTheChecksAndOneBytePerContact) {
 TEST(CondRefinement, SparseCoarseSolveStepsAsTheDenseInverse) {
   std::vector<Scalar> x_dense, x_sparse;
   std::vector<int> it_dense, it_sparse;
-  MeanIterations(18, 6, 3, 8, true, &x_dense, 1e-4, [&](const StepStats& st, Index) { it_dense.push_back(st.cond.iterations); },
+  std::int64_t up_dense = 0, up_sparse = 0, iterations = 0;
+  MeanIterations(18, 6, 3, 8, true, &x_dense, 1e-4,
+                 [&](const StepStats& st, Index) {
+                   it_dense.push_back(st.cond.iterations);
+                   up_dense += st.cond.loop_counters.uploads;
+                 },
                  [](WorldParams* p) { p->cond.body_mode_patches = 30; });
-  MeanIterations(18, 6, 3, 8, true, &x_sparse, 1e-4, [&](const StepStats& st, Index) { it_sparse.push_back(st.cond.iterations); },
+  MeanIterations(18, 6, 3, 8, true, &x_sparse, 1e-4,
+                 [&](const StepStats& st, Index) {
+                   it_sparse.push_back(st.cond.iterations);
+                   up_sparse += st.cond.loop_counters.uploads;
+                   iterations += st.cond.iterations;
+                 },
                  [](WorldParams* p) {
                    p->cond.body_mode_patches = 1;
                    p->cond.body_mode_patch_nodes = 18;
                    p->cond.body_mode_dense_patches = 0;
                  });
   EXPECT_EQ(it_dense, it_sparse);
+  // the sparse path ran: one more write of dv per iteration at least (BackendCounters)
+  EXPECT_GE(up_sparse, up_dense + iterations);
   ASSERT_EQ(x_dense.size(), x_sparse.size());
   double d = 0;
   for (std::size_t k = 0; k < x_dense.size(); ++k) d = std::max(d, double(std::abs(x_dense[k] - x_sparse[k])));

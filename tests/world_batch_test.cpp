@@ -66,12 +66,13 @@ std::vector<Scalar> Contacts(const World& w, Index env, Index first_body, Index 
 struct BatchCase {
   const char* scene;
   int steps;
-  bool sparse_coarse = false;  // truncated modes and every body's coarse matrix factorized on the
-                               // host (docs/solver.md "Sparse coarse solve")
+  bool truncated = false;      // truncated modes (docs/solver.md "Truncated modes")
+  bool sparse_coarse = false;  // and every body's coarse matrix factorized on the host (docs/solver.md
+                               // "Sparse coarse solve")
 };
 // the test's printed parameter (and so its ctest name) without the bytes of a pointer
 void PrintTo(const BatchCase& c, std::ostream* os) {
-  *os << c.scene << ", " << c.steps << " steps" << (c.sparse_coarse ? ", sparse coarse solve" : "");
+  *os << c.scene << ", " << c.steps << " steps" << (c.truncated ? ", truncated modes" : "") << (c.sparse_coarse ? ", sparse coarse solve" : "");
 }
 
 class WorldBatch : public ::testing::TestWithParam<BatchCase> {};
@@ -83,10 +84,8 @@ TEST_P(WorldBatch, EnvironmentsStepAsAlone) {
   std::vector<Scene> scenes;
   for (std::uint64_t s : seeds) {
     scenes.push_back(LoadScene(ScenePath(c.scene), &s));
-    if (c.sparse_coarse) {
-      scenes.back().world.cond.truncated_modes = true;
-      scenes.back().world.cond.body_mode_dense_patches = 0;
-    }
+    scenes.back().world.cond.truncated_modes = c.truncated;
+    if (c.sparse_coarse) scenes.back().world.cond.body_mode_dense_patches = 0;
   }
   auto backend = MakeBackend(BackendChoice::kCpu).backend;
   std::vector<SceneWorld> batch = BuildBatch(scenes, backend.get());
@@ -128,10 +127,11 @@ INSTANTIATE_TEST_SUITE_P(Scenes, WorldBatch,
                          ::testing::Values(BatchCase{"box_sliding.json", 40}, BatchCase{"anisotropic_box.json", 30},
                                            BatchCase{"soft_ball_gripping.json", 60}, BatchCase{"cable_winding.json", 30},
                                            BatchCase{"soft_mat_folding.json", 8}, BatchCase{"soft_gripper.json", 8},
-                                           BatchCase{"soft_mat_folding.json", 8, true}),
+                                           BatchCase{"soft_mat_folding.json", 8, true}, BatchCase{"soft_mat_folding.json", 8, true, true}),
                          [](const ::testing::TestParamInfo<BatchCase>& i) {
                            std::string n = i.param.scene;
                            n = n.substr(0, n.find('.'));
+                           if (i.param.truncated) n += "_truncated";
                            if (i.param.sparse_coarse) n += "_sparse_coarse";
                            for (char& ch : n)
                              if (ch == '_') ch = 'X';
