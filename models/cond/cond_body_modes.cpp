@@ -7,37 +7,12 @@
 #include <cstdint>
 #include <limits>
 
-#include <Eigen/SparseCholesky>
-
 #include "condsim/error.h"
+#include "models/cond/body_mode_internal.h"
 #include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
 
 namespace condsim {
-namespace {
-// a patch needs 4 listed nodes (fewer: its rotations are degenerate)
-constexpr Index kMinPatchNodes = 4;
-constexpr double kPatchRegularization = 1e-10;
-// truncated modes (measured on the refined soft mats, docs/notes/solver-experiments.md): the
-// first refresh, the period of the later ones, the fewest iterations between two, the step cut
-// (alpha) below which the next iteration refreshes, and the least slack of an admitted contact
-// in units of theta_th
-constexpr int kFirstRefresh = 8;
-constexpr int kRefreshEvery = 32;
-constexpr int kRefreshGap = 4;
-constexpr Scalar kRefreshAlpha = 0.5;
-constexpr double kSlackFactor = 30;
-}  // namespace
-
-// a sparse body's A_c = D^1/2 (S + shift I) D^1/2 with S = D^-1/2 sym(A_c) D^-1/2 as BodyModeInvertOp
-// scales it: S + shift I = L L^T (Eigen's simplicial Cholesky, AMD ordering), its symbolic analysis
-// kept while the body's block pattern stays
-struct CondBodyModes::SparseCoarse {
-  Eigen::SimplicialLLT<Eigen::SparseMatrix<Scalar>, Eigen::Lower, Eigen::AMDOrdering<int>> llt;
-  std::vector<Index> ptr, col;  // the block pattern analyzed (patches of the body from 0)
-  std::vector<Scalar> scale;    // D^-1/2 per coarse row
-  bool ok = false;              // A_c positive definite: otherwise no correction
-};
 
 CondBodyModes::CondBodyModes(CondContext* ctx) : CondComponent(ctx) {}
 CondBodyModes::~CondBodyModes() = default;
@@ -251,26 +226,6 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   }
 }
 
-void CondBodyModes::StartSolve(Scalar* refresh_flag) {
-  refresh_flag_ = truncating() && active() ? refresh_flag : nullptr;
-  if (refresh_flag_ == nullptr) return;
-  const Index ne = ctx_->num_envs, contacts = ctx_->contacts_host.size();
-  ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{arrays_.view(), nullptr, nullptr, 0, 0, ne, true, refresh_flag_});
-  // no contact has limited a step yet (each environment's flags as it would have them alone)
-  blocked_.Resize(ctx_->backend, contacts);
-  ctx_->kernels->BodyModeUnblock(contacts, BodyModeUnblockOp{nullptr, nullptr, blocked_.data()});
-}
-
-void CondBodyModes::RefreshRequested(const Scalar* flags) {
-  bool any = false;
-  for (Index e = 0; e < ctx_->num_envs; ++e)
-    if (flags[e] != 0) {
-      refresh_due_[std::size_t(e)] = 1;
-      any = true;
-    }
-  if (any) ctx_->kernels->BodyModeRefreshFlag(BodyModeRefreshFlagOp{arrays_.view(), nullptr, nullptr, 0, 0, ctx_->num_envs, true, refresh_flag_});
-}
-
 void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // with the Frobenius W only (a Barzilai-Borwein step reads r, which the correction changes)
   num_patches_ = 0;
@@ -482,116 +437,6 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   FactorSparse(a.pattern(), used, refresh_body);
 }
 
-void CondBodyModes::FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body) {
-  sparse_begin_ = sparse_end_ = 0;
-  if (sparse_used_.empty()) return;
-  sparse_begin_ = sparse_used_.front()[0];
-  sparse_end_ = sparse_used_.back()[1];
-  Backend* b = ctx_->backend;
-  const BodyModeView view = arrays_.view();
-  std::vector<Index> mark(std::size_t(num_patches_), -1);
-  for (const auto& [p0, p1, src] : sparse_used_) {
-    if (!refresh_body[std::size_t(used.patch_body[p0])]) continue;
-    if (!sparse_coarse_[std::size_t(src)]) sparse_coarse_[std::size_t(src)] = std::make_unique<SparseCoarse>();
-    SparseCoarse& f = *sparse_coarse_[std::size_t(src)];
-    // the block pattern: patch P couples to the body's patches that the rows of A of its listed
-    // nodes reach (the columns of T's listed rows), sorted
-    std::vector<Index> ptr(1, 0), col;
-    for (Index p = p0; p < p1; ++p) {
-      const std::size_t row_begin = col.size();
-      for (Index q = used.ptr[p]; q < used.ptr[p + 1]; ++q) {
-        const Index i = used.node[q];
-        for (Index k = pattern.row_ptr[i]; k < pattern.row_ptr[i + 1]; ++k) {
-          const Index pq = used.node_patch[pattern.col_idx[k]];
-          if (pq < p0 || pq >= p1 || mark[std::size_t(pq)] == p) continue;
-          mark[std::size_t(pq)] = p;
-          col.push_back(pq - p0);
-        }
-      }
-      std::sort(col.begin() + std::ptrdiff_t(row_begin), col.end());
-      ptr.push_back(static_cast<Index>(col.size()));
-    }
-    if (ptr != c_ptr_up_) {
-      c_ptr_.Assign(b, ptr);
-      c_ptr_up_ = ptr;
-    }
-    if (col != c_col_up_) {
-      c_col_.Assign(b, col);
-      c_col_up_ = col;
-    }
-    c_val_.Resize(b, 36 * static_cast<Index>(col.size()));
-    ctx_->kernels->BodyModeSparseMatrix(p1 - p0, BodyModeSparseMatrixOp{view, t_.data(), p0, c_ptr_.data(), c_col_.data(), c_val_.data()});
-    const std::vector<Scalar> values = c_val_.ToHost();
-    // D^-1/2 from A_c's diagonal, then S + shift I (its lower triangle, sym(A_c) scaled), as
-    // BodyModeInvertOp; a diagonal entry <= 0, a non-finite entry or a failed factor: no correction
-    const Index m = p1 - p0, n = 6 * m;
-    f.scale.assign(std::size_t(n), 0);
-    f.ok = true;
-    for (Index r = 0; r < m && f.ok; ++r)
-      for (Index k = ptr[r]; k < ptr[r + 1]; ++k)
-        if (col[k] == r)
-          for (int d = 0; d < 6; ++d) {
-            const Scalar a = values[36 * std::size_t(k) + 7 * std::size_t(d)];
-            if (!(a > 0) || !std::isfinite(a)) f.ok = false;
-            else f.scale[std::size_t(6 * r + d)] = 1 / std::sqrt(a);
-          }
-    if (!f.ok) continue;
-    std::vector<Eigen::Triplet<Scalar>> entries;
-    entries.reserve(36 * col.size() / 2 + std::size_t(n));
-    for (Index r = 0; r < m; ++r)
-      for (Index k = ptr[r]; k < ptr[r + 1]; ++k) {
-        const Index c = col[k];
-        if (c > r) continue;
-        // the transposed block (c, r) for sym(A_c)
-        const Index kt = Index(std::lower_bound(col.begin() + ptr[c], col.begin() + ptr[c + 1], r) - col.begin());
-        const bool has_t = kt < ptr[c + 1] && col[kt] == r;
-        for (int i = 0; i < 6; ++i)
-          for (int j = 0; j < 6; ++j) {
-            const Index gi = 6 * r + i, gj = 6 * c + j;
-            if (gj > gi) continue;
-            const Scalar at = has_t ? values[36 * std::size_t(kt) + 6 * std::size_t(j) + std::size_t(i)] : Scalar(0);
-            const Scalar v = Scalar(0.5) * (values[36 * std::size_t(k) + 6 * std::size_t(i) + std::size_t(j)] + at);
-            const Scalar sv = f.scale[std::size_t(gi)] * v * f.scale[std::size_t(gj)] + (gi == gj ? Scalar(kPatchRegularization) : Scalar(0));
-            if (!std::isfinite(sv)) f.ok = false;
-            entries.emplace_back(int(gi), int(gj), sv);
-          }
-      }
-    if (!f.ok) continue;
-    Eigen::SparseMatrix<Scalar> s(n, n);
-    s.setFromTriplets(entries.begin(), entries.end());
-    if (ptr != f.ptr || col != f.col) {
-      f.llt.analyzePattern(s);
-      f.ptr = std::move(ptr);
-      f.col = std::move(col);
-    }
-    f.llt.factorize(s);
-    f.ok = f.llt.info() == Eigen::Success;
-  }
-}
-
-void CondBodyModes::SolveSparse() {
-  if (sparse_used_.empty()) return;
-  // one read of the sparse bodies' rows of g, one write of dv there (a dense body in between
-  // gets 0, then its own rows from BodyModeSolveOp); a stopped environment's g is 0, so its dv too
-  Backend* b = ctx_->backend;
-  const std::size_t begin = 6 * std::size_t(sparse_begin_), count = 6 * std::size_t(sparse_end_ - sparse_begin_);
-  g_host_.resize(count);
-  dv_host_.assign(count, 0);
-  b->CopyToHost(g_host_.data(), g_.data() + begin, sizeof(Scalar) * count);
-  for (const auto& [p0, p1, src] : sparse_used_) {
-    const SparseCoarse* f = sparse_coarse_[std::size_t(src)].get();
-    if (f == nullptr || !f->ok) continue;
-    const Index n = 6 * (p1 - p0);
-    const std::size_t off = 6 * std::size_t(p0 - sparse_begin_);
-    Eigen::Matrix<Scalar, Eigen::Dynamic, 1> y(n);
-    for (Index k = 0; k < n; ++k) y[k] = f->scale[std::size_t(k)] * g_host_[off + std::size_t(k)];
-    // dv = -D^-1/2 (S + shift I)^-1 D^-1/2 g
-    const Eigen::Matrix<Scalar, Eigen::Dynamic, 1> x = f->llt.solve(y);
-    for (Index k = 0; k < n; ++k) dv_host_[off + std::size_t(k)] = -f->scale[std::size_t(k)] * x[k];
-  }
-  b->CopyFromHost(dv_.data() + begin, dv_host_.data(), sizeof(Scalar) * count);
-}
-
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   // sized here, where it is written: an unused v_keep_ stays empty, and a Reserve copies nothing
   // unwritten (compute-sanitizer's initcheck)
@@ -648,85 +493,6 @@ void CondBodyModes::Correction(const Array<Scalar>& v) {
     if (refresh_flag_ != nullptr)
       k.BodyModeRefreshFlag(BodyModeRefreshFlagOp{view, alpha_.data(), ctx_->node_env.data(), num_patches_, kRefreshAlpha, 0, false, refresh_flag_});
   }
-}
-
-bool CondBodyModes::truncating() const {
-  return ctx_->params->truncated_modes && !free_ && ctx_->params->body_modes && ctx_->params->step_size == StepSize::kFrobenius;
-}
-
-bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
-  if (!truncating() || a_ == nullptr || l == 0) return false;
-  // per environment, as it would alone: at l = 8, 40, 72, ... (the first sweeps decide which
-  // contacts are idle), and early, at least 4 iterations after its last one, when one of its
-  // steps was cut short
-  const Index ne = ctx_->num_envs;
-  const bool periodic = l >= kFirstRefresh && (l - kFirstRefresh) % kRefreshEvery == 0;
-  std::vector<unsigned char> due(std::size_t(ne), 0);
-  bool any = false;
-  for (Index e = 0; e < ne; ++e) {
-    due[std::size_t(e)] = periodic || (refresh_due_[std::size_t(e)] && l - last_refresh_[std::size_t(e)] >= kRefreshGap);
-    any = any || due[std::size_t(e)];
-  }
-  if (!any) return false;
-  const Index nodes = ctx_->nodes;
-  const ContactSet& c = ctx_->contacts_host;
-  if (c.size() == 0) return false;
-  for (Index e = 0; e < ne; ++e)
-    if (due[std::size_t(e)]) {
-      refresh_due_[std::size_t(e)] = 0;
-      last_refresh_[std::size_t(e)] = l;
-    }
-  // admitted: every contact of the node is an idle S-contact (lambda = 0) that limited no step
-  // since the last refresh, with a slack J_n v + phi above kSlackFactor theta_th; a node of a
-  // D-contact, of a loaded contact or of one at (or near) its bound stays out (truncated, as at
-  // the active nodes of monotone multigrid, Kornhuber 1994). The per-contact test runs on the
-  // backend (BodyModeIdleOp): one byte per contact comes back, neither v nor lambda
-  const double slack_min = kSlackFactor * ctx_->params->theta_threshold;
-  Backend* b = ctx_->backend;
-  idle_.Resize(b, c.size());
-  // (an environment without listed contact nodes has no contact blocked: StartSolve cleared them)
-  ctx_->kernels->BodyModeIdle(c.size(), BodyModeIdleOp{ctx_->contacts.view(), ctx_->lambda.data(), blocked_.data(), v.data(), slack_min,
-                                                      idle_.data()});
-  const std::vector<unsigned char> contact_idle = idle_.ToHost();
-  std::vector<unsigned char> admit(std::size_t(nodes), 0), veto(std::size_t(nodes), 0);
-  for (Index m = 0; m < c.size(); ++m) {
-    const Index i = c.node_i[m], j = c.node_j[m];
-    const bool idle = j < 0 && !ctx_->own_gamma_host[i] && contact_idle[m];
-    if (idle) {
-      admit[i] = 1;
-    } else {
-      veto[i] = 1;
-      if (j >= 0) veto[j] = 1;
-    }
-  }
-  // only nodes of the patches count (a cable's or rigid body's contact node is never listed)
-  std::vector<unsigned char> listed(std::size_t(nodes), 0);
-  for (Index i : modes_.node)
-    if (i < nodes) listed[i] = 1;
-  // the environments refreshed now take their new set, the others keep theirs
-  if (admit_.empty()) admit_.assign(std::size_t(nodes), 0);
-  env_changed_host_.assign(std::size_t(ne), 0);
-  bool changed = false;
-  Index count = 0;
-  for (Index i = 0; i < nodes; ++i) {
-    const Index e = ctx_->node_env_host[i];
-    if (due[std::size_t(e)]) {
-      admit[i] = admit[i] && !veto[i] && listed[i];
-      if (admit[i] != admit_[i]) env_changed_host_[std::size_t(e)] = changed = true;
-    } else {
-      admit[i] = admit_[i];
-    }
-    count += admit[i];
-  }
-  if (!changed) return false;
-  admit_ = admit;
-  admitted_ = count;
-  env_changed_.Assign(b, env_changed_host_);
-  ctx_->kernels->BodyModeUnblock(c.size(), BodyModeUnblockOp{ctx_->contacts.view().env, env_changed_.data(), blocked_.data()});
-  refreshing_ = true;
-  Prepare(*a_);
-  refreshing_ = false;
-  return true;
 }
 
 }  // namespace condsim
