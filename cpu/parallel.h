@@ -14,6 +14,7 @@
 
 #include "condsim/backend.h"
 #include "condsim/core.h"
+#include "condsim/lanes.h"
 #include "cpu/guarded_memory.h"
 
 namespace condsim::cpu {
@@ -71,7 +72,8 @@ struct IsLaneFunctor<F, std::void_t<decltype(F::kLanes)>> : std::true_type {};
 // lanes[0 .. F::kLanes) (a warp promises none)
 template <class F>
 void RunLanes(const F& f, Index item, const Index* lanes) {
-  for (int phase = 0; phase < F::kPhases; ++phase)
+  const int phases = LanePhases(f, item);
+  for (int phase = 0; phase < phases; ++phase)
     for (int k = 0; k < F::kLanes; ++k) f.Lane(item, static_cast<int>(lanes[k]), phase);
 }
 

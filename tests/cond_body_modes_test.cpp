@@ -357,7 +357,8 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
 
 TEST(CondBodyModes, SparseCoarseSolveMatchesTheDenseInverse) {
   // the same plate on floor contacts with 24 patches, the coarse matrix inverted densely on the
-  // backend (BodyModeInvertOp) or factorized sparse on the host (Eigen's simplicial Cholesky):
+  // backend (BodyModeInvertOp) or factorized sparse on the host (Eigen's simplicial Cholesky) and
+  // solved on the backend (BodyModeSparseSolveOp):
   // both exact coarse solves of the same A_c, so the same iterations and iterates up to rounding
   PlateSystem sys;
   ContactSet floor;
@@ -376,8 +377,11 @@ TEST(CondBodyModes, SparseCoarseSolveMatchesTheDenseInverse) {
   ASSERT_TRUE(dense.converged);
   ASSERT_TRUE(sparse.converged);
   EXPECT_LE(std::abs(dense.iterations - sparse.iterations), 2);
-  // the sparse path ran: one more write of dv per iteration at least (BackendCounters)
-  EXPECT_GE(sparse.loop_counters.uploads, dense.loop_counters.uploads + sparse.iterations);
+  // the sparse path ran on the backend: one launch more per iteration at least
+  // (BodyModeSparseSolveOp), and no transfer more in the loop (BackendCounters)
+  EXPECT_GE(sparse.loop_counters.launches, dense.loop_counters.launches + sparse.iterations);
+  EXPECT_EQ(sparse.loop_counters.uploads, dense.loop_counters.uploads);
+  EXPECT_LE(sparse.loop_counters.downloads, dense.loop_counters.downloads + 2);
   // both stop at theta 1e-11 m/s of the same fixed point (the plate's v ~ 0.1 m/s)
   EXPECT_LT(test::MaxDiff(v_dense, v_sparse), 1e-9) << "m/s";
   double total = 0;

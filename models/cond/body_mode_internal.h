@@ -23,13 +23,24 @@ inline constexpr int kRefreshGap = 4;
 inline constexpr Scalar kRefreshAlpha = 0.5;
 inline constexpr double kSlackFactor = 30;
 
-// a sparse body's A_c = D^1/2 (S + shift I) D^1/2 with S = D^-1/2 sym(A_c) D^-1/2 as BodyModeInvertOp
-// scales it: S + shift I = L L^T (Eigen's simplicial Cholesky, AMD ordering), its symbolic analysis
-// kept while the body's block pattern stays
-struct CondBodyModes::SparseCoarse {
-  Eigen::SimplicialLLT<Eigen::SparseMatrix<Scalar>, Eigen::Lower, Eigen::AMDOrdering<int>> llt;
+// a sparse body's factor: S + shift I = L L^T with S = D^-1/2 sym(A_c) D^-1/2 scaled and shifted as
+// BodyModeInvertOp does it, its patches ordered by AMD on the block pattern (Eigen's simplicial
+// Cholesky in that order), L by 6x6 blocks with its level schedule (BodyModeFactorView's fields of
+// one body, rows from 0). The ordering and symbolic analysis are kept while the block pattern stays
+struct SparseCoarseFactor {
+  Eigen::SimplicialLLT<Eigen::SparseMatrix<Scalar>, Eigen::Lower, Eigen::NaturalOrdering<int>> llt;
   std::vector<Index> ptr, col;  // the block pattern analyzed (patches of the body from 0)
-  std::vector<Scalar> scale;    // D^-1/2 per coarse row
-  bool ok = false;              // A_c positive definite: otherwise no correction
+  std::vector<Index> order;     // factor row k solves the body's patch order[k]
+  std::vector<Index> row_ptr, row_col, col_ptr, col_row, col_blk, fwd_ptr, fwd_row, bwd_ptr, bwd_row;
+  std::vector<Scalar> scale, diag, val;  // scale: D^-1/2 in factor order
+  bool ok = false;                       // A_c positive definite: otherwise no correction
 };
+
+// factorizes the A_c of m patches given by its blocks (ptr, col: the block pattern, sorted columns;
+// values: 36 per block, row-major) into f (f->ok false when A_c is not positive definite)
+void FactorCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vector<Index>& col, const std::vector<Scalar>& values,
+                        SparseCoarseFactor* f);
+// appends f, the factor of patches p0 .. p0 + m of a solve, to the concatenated record (a null or
+// failed factor: rows that set dv = 0)
+void AppendCoarseFactor(const SparseCoarseFactor* f, Index p0, Index m, BodyModeFactorHost* host);
 }  // namespace condsim

@@ -18,7 +18,8 @@ namespace condsim {
 // nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched (the free-body level
 // lists them and acts only while their impulses are 0, BodyModeGateOp). Z^T A Z couples the
 // patches of one body (dense, (6 m_b)^2, inverted on the backend by BodyModeInvertOp; a body of
-// many patches: block-sparse, factorized on the host, CondBodyModes); bodies are independent.
+// many patches: block-sparse, factorized on the host and solved on the backend,
+// BodyModeSparseSolveOp); bodies are independent.
 #define CONDSIM_BODY_MODE_FIELDS(X)                                                            \
   X(Index, ptr)        /* per patch: its listed nodes node[ptr[p] .. ptr[p+1]) */               \
   X(Index, node)                                                                                \
@@ -28,7 +29,7 @@ namespace condsim {
   X(Index, patch_body) /* per patch: its body */                                                \
   X(Index, body_ptr)   /* per body: patches body_ptr[b] .. body_ptr[b+1) */                     \
   X(Index, c_off)      /* per body: offset of its (6 m_b)^2 coarse inverse (row-major); -1: */  \
-                       /* a sparse body, factorized on the host */                              \
+                       /* a sparse body (BodyModeSparseSolveOp) */                              \
   X(Index, halo)       /* nodes left out whose row of A reaches a patch (contact nodes next */  \
                        /* to the patches): rows of T after the listed nodes, so r stays A v - b */ \
   X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
@@ -328,7 +329,7 @@ struct BodyModeSolveOp {
   Scalar* dv;     // 6 per patch
   CONDSIM_HD_INLINE bool Skipped(Index k) const {
     const Index p = k / 6;
-    // a sparse body's rows come from the host's solve (CondBodyModes::Correction)
+    // a sparse body's rows come from BodyModeSparseSolveOp (CondBodyModes::Correction)
     if (m.c_off[m.patch_body[p]] < 0) return true;
     return m.ptr[p + 1] > m.ptr[p] && !env_active[node_env[m.node[m.ptr[p]]]];
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "models/cond/body_mode_setup_ops.h"
+#include "models/cond/body_mode_sparse_ops.h"
 #include "models/cond/cond_context.h"
 
 namespace condsim {
@@ -29,7 +30,7 @@ constexpr int kMaxBodyModePatches = 1 << 20;
 // patches per body at most for a dense coarse matrix ((6 m)^2, inverted on the backend every
 // CondParams::body_mode_refresh solves; BodyModeInvertOp runs 2 (6 m) + 6 lane phases); a body of
 // more patches (or of more than CondParams::body_mode_dense_patches) has its sparse Z^T A Z
-// factorized on the host (CondBodyModes' sparse coarse solve)
+// factorized on the host and solved on the backend (CondBodyModes' sparse coarse solve)
 constexpr int kMaxDenseBodyModePatches = 128;
 static_assert(6 * kMaxDenseBodyModePatches <= kBodyModeMaxCoarse, "BodyModeInvertOp's phases must cover the largest dense body");
 
@@ -94,6 +95,11 @@ class BodyPatchArms {
 
 CONDSIM_RECORD_HOST(BodyModeHost, CONDSIM_BODY_MODE_FIELDS)
 CONDSIM_RECORD_ARRAYS(BodyModeArrays, BodyModeView, CONDSIM_BODY_MODE_FIELDS)
+CONDSIM_RECORD_HOST(BodyModeFactorHost, CONDSIM_BODY_MODE_FACTOR_FIELDS)
+CONDSIM_RECORD_ARRAYS(BodyModeFactorArrays, BodyModeFactorView, CONDSIM_BODY_MODE_FACTOR_FIELDS)
+
+// a sparse body's factor (body_mode_internal.h)
+struct SparseCoarseFactor;
 
 class CondBodyModes : public CondComponent {
  public:
@@ -153,9 +159,9 @@ class CondBodyModes : public CondComponent {
   // dv = -(Z^T A Z)^-1 Z^T r for v (gated and limited as the level asks), into dv_
   void Correction(const Array<Scalar>& v);
   // the sparse bodies' A_c (BodyModeSparseMatrixOp) factorized on the host, for the bodies of
-  // this solve whose refresh is due (Prepare)
+  // this solve whose refresh is due, and this solve's factors uploaded when they changed (Prepare)
   void FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body);
-  // the sparse bodies' dv from this solve's g on the host (one read of their rows, one write)
+  // the sparse bodies' dv from this solve's g (BodyModeSparseSolveOp)
   void SolveSparse();
   // the correction's op on v (and r)
   BodyModeApplyOp ApplyOp(Array<Scalar>* v);
@@ -208,16 +214,16 @@ class CondBodyModes : public CondComponent {
   Index t_entries_ = 0;                // entries of t_patch (T holds 18 scalars per entry)
   Array<Index> source_;      // device arms: per node of A its entry in modes_ (-1: none)
   // the sparse coarse solve: per body of modes_ its factor (null: a dense body); this solve's
-  // sparse bodies as {first patch, end patch, body of modes_}; the patch range holding them; the
-  // device blocks of one body's A_c (BodyModeSparseMatrixOp) and the host's copies of g and dv
-  struct SparseCoarse;
-  std::vector<std::unique_ptr<SparseCoarse>> sparse_coarse_;
-  std::vector<std::array<Index, 3>> sparse_used_;
-  Index sparse_begin_ = 0, sparse_end_ = 0;
+  // sparse bodies as {first patch, end patch, body of modes_}; the device blocks of one body's A_c
+  // (BodyModeSparseMatrixOp); the factors of this solve's sparse bodies on the backend, the
+  // sparse bodies they were assembled for, and the solve's work rows (BodyModeSparseSolveOp)
+  std::vector<std::unique_ptr<SparseCoarseFactor>> sparse_coarse_;
+  std::vector<std::array<Index, 3>> sparse_used_, factored_used_;
   Array<Index> c_ptr_, c_col_;
   std::vector<Index> c_ptr_up_, c_col_up_;  // what c_ptr_ and c_col_ hold
   Array<Scalar> c_val_;
-  std::vector<Scalar> g_host_, dv_host_;
+  BodyModeFactorArrays factor_;
+  Array<Scalar> factor_y_;
 };
 
 }  // namespace condsim
