@@ -1,18 +1,21 @@
-// The sparse coarse solve (docs/solver.md "Sparse coarse solve"): A_c factorized on the host by 6x6
-// blocks in AMD patch order (FactorCoarseBlocks, models/cond/body_mode_internal.h), solved on the
-// backend by level (BodyModeSparseSolveOp, models/cond/body_mode_sparse_ops.h).
-// - Three bodies in one launch: a 9 x 6 grid of patches and a 3 x 3 one (random block-sparse SPD
+// The sparse coarse solve (docs/solver.md "Sparse coarse solve"): A_c's patch order and L's block
+// structure made on the host (AnalyzeCoarseBlocks, models/cond/body_mode_internal.h), the factor
+// and the solve on the backend by levels (BodyModeSparseFactorOp, BodyModeSparseSolveOp,
+// models/cond/body_mode_sparse_ops.h).
+// - Four bodies in one record: a 9 x 6 grid of patches and a 3 x 3 one (random block-sparse SPD
 //   coarse matrices with 9-point patch coupling, ill-scaled diagonals, a skew part the
-//   symmetrization removes) and a body with a non-positive diagonal entry. Reference: Eigen's
-//   dense LLT of D^-1/2 sym(A_c) D^-1/2 + 1e-10 I, dv = -D^-1/2 (.)^-1 D^-1/2 g, to 1e-12 relative
-//   (the scaled matrices are diagonally dominant, condition numbers below 10^2); the failed body's
-//   dv exactly 0; 1 and 2 threads.
-// - The level schedule: every block a row reads belongs to an earlier level (forward and backward),
-//   and the lanes of each phase in reversed and shuffled order give the serial result bitwise.
+//   symmetrization removes), a body with a non-positive diagonal entry and an indefinite one with
+//   a positive diagonal. Reference: Eigen's dense LLT of D^-1/2 sym(A_c) D^-1/2 + 1e-10 I,
+//   dv = -D^-1/2 (.)^-1 D^-1/2 g, to 1e-12 relative (the scaled matrices are diagonally dominant,
+//   condition numbers below 10^2); the failed bodies' dv exactly 0; 1 and 2 threads.
+// - L's block pattern holds every nonzero of Eigen's simplicial factor in the same order (the
+//   symbolic factorization covers the fill); the level schedules read only earlier levels; the
+//   lanes of each phase in reversed and shuffled order give the serial factor and dv bitwise.
 // - CUDA: the CPU's dv to 1e-13 relative (skipped without a usable device).
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <Eigen/SparseCholesky>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -74,18 +77,25 @@ Coarse GridCoarse(int w, int h, std::mt19937_64* rng) {
   return c;
 }
 
-// dv = -D^-1/2 (D^-1/2 sym(A_c) D^-1/2 + 1e-10 I)^-1 D^-1/2 g by a dense LLT
-Eigen::VectorXd DenseSolve(const MatX& a, const Eigen::VectorXd& g) {
+// S + 1e-10 I = D^-1/2 sym(A_c) D^-1/2 + 1e-10 I (dense) and D^-1/2
+MatX Scaled(const MatX& a, Eigen::VectorXd* s) {
   const MatX sym = 0.5 * (a + a.transpose());
-  const Eigen::VectorXd s = sym.diagonal().cwiseSqrt().cwiseInverse();
-  const MatX scaled = s.asDiagonal() * sym * s.asDiagonal() + 1e-10 * MatX::Identity(a.rows(), a.cols());
+  *s = sym.diagonal().cwiseSqrt().cwiseInverse();
+  return s->asDiagonal() * sym * s->asDiagonal() + 1e-10 * MatX::Identity(a.rows(), a.cols());
+}
+
+// dv = -D^-1/2 (S + 1e-10 I)^-1 D^-1/2 g by a dense LLT
+Eigen::VectorXd DenseSolve(const MatX& a, const Eigen::VectorXd& g) {
+  Eigen::VectorXd s;
+  const MatX scaled = Scaled(a, &s);
   return -(s.asDiagonal() * Eigen::LLT<MatX>(scaled).solve(s.asDiagonal() * g)).eval();
 }
 
-// the three bodies: factors, the record, g, and the reference dv (the failed body's rows 0)
+// the bodies: their structure, the record, g, and the reference dv (the failed bodies' rows 0)
 struct Problem {
   std::vector<Coarse> bodies;
   std::vector<std::unique_ptr<SparseCoarseFactor>> factors;
+  std::vector<bool> good;
   BodyModeFactorHost host;
   std::vector<Scalar> g, dv_ref;
   Index patches = 0;
@@ -98,46 +108,78 @@ Problem MakeProblem() {
   pr.bodies.push_back(GridCoarse(2, 2, &rng));
   pr.bodies.back().values[36 * 0 + 7 * 3] = -1;  // patch 0's fourth diagonal entry (block (0, 0))
   pr.bodies.push_back(GridCoarse(3, 3, &rng));
+  // indefinite with a positive diagonal: patch 0's first two rows couple by 10 times their scale
+  pr.bodies.push_back(GridCoarse(2, 1, &rng));
+  {
+    Coarse& c = pr.bodies.back();
+    const double x = 10 * std::sqrt(c.values[0] * c.values[7]);
+    c.values[1] = c.values[6] = x;
+  }
+  pr.good = {true, false, true, false};
   std::uniform_real_distribution<double> u(-1, 1);
   for (std::size_t k = 0; k < pr.bodies.size(); ++k) {
     const Coarse& c = pr.bodies[k];
     pr.factors.push_back(std::make_unique<SparseCoarseFactor>());
-    FactorCoarseBlocks(c.m, c.ptr, c.col, c.values, pr.factors.back().get());
-    AppendCoarseFactor(pr.factors.back().get(), pr.patches, c.m, &pr.host);
+    AnalyzeCoarseBlocks(c.m, c.ptr, c.col, pr.factors.back().get());
+    AppendCoarseFactor(*pr.factors.back(), pr.patches, &pr.host);
     Eigen::VectorXd g(6 * c.m);
     for (int i = 0; i < g.size(); ++i) g(i) = u(rng);
     pr.g.insert(pr.g.end(), g.data(), g.data() + g.size());
-    const Eigen::VectorXd dv = k == 1 ? Eigen::VectorXd::Zero(g.size()) : DenseSolve(c.dense, g);
+    const Eigen::VectorXd dv = pr.good[k] ? DenseSolve(c.dense, g) : Eigen::VectorXd::Zero(g.size());
     pr.dv_ref.insert(pr.dv_ref.end(), dv.data(), dv.data() + dv.size());
     pr.patches += c.m;
   }
   return pr;
 }
 
-// the op on the host's record (plain memory), items run by `run`
-template <class Run>
-std::vector<Scalar> SolveOnHost(const Problem& pr, Run run) {
+// the factor's numbers on the host (plain memory)
+struct HostValues {
+  std::vector<Scalar> scale, diag, val, y, dv;
+  std::vector<unsigned char> ok;
+  BodyModeFactorValues view() { return BodyModeFactorValues{scale.data(), diag.data(), val.data(), ok.data()}; }
+};
+
+BodyModeFactorView HostView(const BodyModeFactorHost& host) {
   BodyModeFactorView view;
-#define CONDSIM_TEST_VIEW(T, name) view.name = pr.host.name.data();
+#define CONDSIM_TEST_VIEW(T, name) view.name = host.name.data();
   CONDSIM_BODY_MODE_FACTOR_FIELDS(CONDSIM_TEST_VIEW)
 #undef CONDSIM_TEST_VIEW
-  std::vector<Scalar> y(6 * pr.host.patch.size(), std::numeric_limits<Scalar>::quiet_NaN());
-  std::vector<Scalar> dv(pr.g.size(), std::numeric_limits<Scalar>::quiet_NaN());
-  const BodyModeSparseSolveOp op{view, pr.g.data(), y.data(), dv.data()};
-  for (Index b = 0; b < Index(pr.bodies.size()); ++b) run(op, b);
-  return dv;
+  return view;
+}
+
+// both ops on the host's record, each item run by `run` (serial, or lanes in some order)
+template <class Run>
+HostValues SolveOnHost(const Problem& pr, Run run) {
+  const BodyModeFactorView view = HostView(pr.host);
+  const std::size_t rows = pr.host.patch.size(), blocks = pr.host.row_col.size();
+  const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+  HostValues h{std::vector<Scalar>(6 * rows, nan), std::vector<Scalar>(36 * rows, nan), std::vector<Scalar>(36 * blocks, nan),
+               std::vector<Scalar>(6 * rows, nan), std::vector<Scalar>(pr.g.size(), nan), std::vector<unsigned char>(pr.bodies.size(), 7)};
+  for (Index b = 0; b < Index(pr.bodies.size()); ++b) run(BodyModeSparseFactorOp{view, h.view(), pr.bodies[std::size_t(b)].values.data(), b, 1e-10}, 0);
+  const BodyModeSparseSolveOp solve{view, h.scale.data(), h.diag.data(), h.val.data(), h.ok.data(), pr.g.data(), h.y.data(), h.dv.data()};
+  for (Index b = 0; b < Index(pr.bodies.size()); ++b) run(solve, b);
+  return h;
 }
 
 std::vector<Scalar> SolveOnBackend(BackendChoice choice, int threads, const Problem& pr) {
   BackendOptions o;
   o.cpu_threads = threads;
   auto backend = MakeBackend(choice, o).backend;
+  Backend* b = backend.get();
   auto kernels = MakeKernels<CondKernels>(*backend);
   BodyModeFactorArrays f;
-  f.Upload(backend.get(), pr.host);
-  Array<Scalar> g(backend.get(), pr.g), y(backend.get(), 6 * Index(pr.host.patch.size()));
-  Array<Scalar> dv(backend.get(), std::vector<Scalar>(pr.g.size(), std::numeric_limits<Scalar>::quiet_NaN()));
-  kernels->BodyModeSparseSolve(Index(pr.bodies.size()), BodyModeSparseSolveOp{f.view(), g.data(), y.data(), dv.data()});
+  f.Upload(b, pr.host);
+  const Index rows = Index(pr.host.patch.size()), blocks = Index(pr.host.row_col.size());
+  Array<Scalar> scale(b, 6 * rows), diag(b, 36 * rows), val(b, 36 * blocks), y(b, 6 * rows), g(b, pr.g);
+  Array<unsigned char> ok(b, Index(pr.bodies.size()));
+  Array<Scalar> dv(b, std::vector<Scalar>(pr.g.size(), std::numeric_limits<Scalar>::quiet_NaN()));
+  const BodyModeFactorValues values{scale.data(), diag.data(), val.data(), ok.data()};
+  for (Index k = 0; k < Index(pr.bodies.size()); ++k) {
+    const Array<Scalar> a(b, pr.bodies[std::size_t(k)].values);
+    kernels->BodyModeSparseFactor(1, BodyModeSparseFactorOp{f.view(), values, a.data(), k, 1e-10});
+  }
+  kernels->BodyModeSparseSolve(Index(pr.bodies.size()),
+                               BodyModeSparseSolveOp{f.view(), scale.data(), diag.data(), val.data(), ok.data(), g.data(), y.data(), dv.data()});
   return dv.ToHost();
 }
 
@@ -152,25 +194,68 @@ double RelativeError(const std::vector<Scalar>& a, const std::vector<Scalar>& re
 
 TEST(CondSparseCoarse, SolveEqualsTheDenseFactorization) {
   const Problem pr = MakeProblem();
-  EXPECT_TRUE(pr.factors[0]->ok);
-  EXPECT_FALSE(pr.factors[1]->ok);
-  EXPECT_TRUE(pr.factors[2]->ok);
   for (const int threads : {1, 2}) {
     const std::vector<Scalar> dv = SolveOnBackend(BackendChoice::kCpu, threads, pr);
     const double err = RelativeError(dv, pr.dv_ref);
-    std::cout << "[ info     ] " << threads << " threads: dv against the dense LLT, relative " << err << ", levels forward "
-              << pr.factors[0]->fwd_ptr.size() - 1 << " and backward " << pr.factors[0]->bwd_ptr.size() - 1 << " for 54 patches\n";
+    std::cout << "[ info     ] " << threads << " threads: dv against the dense LLT, relative " << err << "; 54 patches: "
+              << pr.factors[0]->row_col.size() << " blocks of L, levels forward " << pr.factors[0]->fwd_ptr.size() - 1 << " and backward "
+              << pr.factors[0]->bwd_ptr.size() - 1 << "\n";
     EXPECT_LT(err, 1e-12);
-    // the failed body: exactly 0
-    for (Index k = 6 * 54; k < 6 * 58; ++k) EXPECT_EQ(dv[std::size_t(k)], 0) << k;
+    // the failed bodies: exactly 0
+    Index first = 0;
+    for (std::size_t k = 0; k < pr.bodies.size(); ++k) {
+      if (!pr.good[k]) {
+        for (Index i = 6 * first; i < 6 * (first + pr.bodies[k].m); ++i) EXPECT_EQ(dv[std::size_t(i)], 0) << "body " << k << " row " << i;
+      }
+      first += pr.bodies[k].m;
+    }
   }
 }
 
-TEST(CondSparseCoarse, LevelsReadOnlyEarlierLevelsAndAnyLaneOrderGivesTheSameBits) {
+TEST(CondSparseCoarse, BlocksHoldEigensFactorAndAnyLaneOrderGivesTheSameBits) {
   const Problem pr = MakeProblem();
+  const HostValues serial = SolveOnHost(pr, [](const auto& op, Index b) { op(b); });
+  EXPECT_LT(RelativeError(serial.dv, pr.dv_ref), 1e-12);
+  // L's blocks against Eigen's simplicial factor of the permuted S (the Cholesky factor is unique)
+  Index blk0 = 0;
+  for (std::size_t k = 0; k < pr.bodies.size(); ++k) {
+    const SparseCoarseFactor& f = *pr.factors[k];
+    const Index m = pr.bodies[k].m;
+    if (pr.good[k]) {
+      Eigen::VectorXd s;
+      const MatX scaled = Scaled(pr.bodies[k].dense, &s);
+      MatX permuted(6 * m, 6 * m);
+      for (Index r = 0; r < m; ++r)
+        for (Index c = 0; c < m; ++c)
+          permuted.block(6 * r, 6 * c, 6, 6) = scaled.block(6 * f.order[std::size_t(r)], 6 * f.order[std::size_t(c)], 6, 6);
+      const Eigen::SparseMatrix<double> sp = permuted.sparseView();
+      Eigen::SimplicialLLT<Eigen::SparseMatrix<double>, Eigen::Lower, Eigen::NaturalOrdering<int>> llt(sp);
+      ASSERT_EQ(llt.info(), Eigen::Success);
+      const MatX l = MatX(llt.matrixL());
+      double worst = 0;
+      for (Index r = 0; r < m; ++r)
+        for (Index c = 0; c < r; ++c) {
+          const auto row = f.row_col.begin() + f.row_ptr[std::size_t(r)], end = f.row_col.begin() + f.row_ptr[std::size_t(r) + 1];
+          const auto it = std::lower_bound(row, end, c);
+          const bool held = it != end && *it == c;
+          for (int i = 0; i < 6; ++i)
+            for (int j = 0; j < 6; ++j) {
+              const double ref = l(6 * r + i, 6 * c + j);
+              const double got = held ? serial.val[36 * std::size_t(blk0 + Index(it - f.row_col.begin())) + 6 * std::size_t(i) + std::size_t(j)] : 0;
+              if (!held) {
+                EXPECT_EQ(ref, 0) << "body " << k << ": Eigen's L has (" << r << ", " << c << ") outside the block pattern";
+              }
+              worst = std::max(worst, std::fabs(got - ref));
+            }
+        }
+      EXPECT_LT(worst, 1e-12) << "body " << k;
+    }
+    blk0 += Index(f.row_col.size());
+  }
+  for (std::size_t k = 0; k < pr.bodies.size(); ++k) EXPECT_EQ(serial.ok[k], pr.good[k] ? 1 : 0) << "body " << k;
+  // the level schedules read only earlier levels
   for (const auto& factor : pr.factors) {
     const SparseCoarseFactor& f = *factor;
-    if (!f.ok) continue;
     const Index m = Index(f.order.size());
     std::vector<Index> fwd(std::size_t(m), -1), bwd(std::size_t(m), -1);
     for (Index l = 0; l + 1 < Index(f.fwd_ptr.size()); ++l)
@@ -186,17 +271,17 @@ TEST(CondSparseCoarse, LevelsReadOnlyEarlierLevelsAndAnyLaneOrderGivesTheSameBit
         EXPECT_LT(bwd[std::size_t(f.col_row[std::size_t(e)])], bwd[std::size_t(k)]);
     }
   }
-  const std::vector<Scalar> serial = SolveOnHost(pr, [](const BodyModeSparseSolveOp& op, Index b) { op(b); });
-  EXPECT_LT(RelativeError(serial, pr.dv_ref), 1e-12);
+  // any lane order: the same factor and dv bit for bit
   std::vector<Index> reversed(BodyModeSparseSolveOp::kLanes), shuffled;
   std::iota(reversed.rbegin(), reversed.rend(), 0);
   shuffled = reversed;
   auto rng = test::Rng();
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
   for (const std::vector<Index>* lanes : {&reversed, &shuffled}) {
-    const std::vector<Scalar> dv =
-        SolveOnHost(pr, [lanes](const BodyModeSparseSolveOp& op, Index b) { cpu::RunLanes(op, b, lanes->data()); });
-    for (std::size_t k = 0; k < dv.size(); ++k) ASSERT_EQ(dv[k], serial[k]) << k << (lanes == &reversed ? " reversed" : " shuffled");
+    const HostValues h = SolveOnHost(pr, [lanes](const auto& op, Index b) { cpu::RunLanes(op, b, lanes->data()); });
+    const char* name = lanes == &reversed ? " reversed" : " shuffled";
+    for (std::size_t k = 0; k < h.dv.size(); ++k) ASSERT_EQ(h.dv[k], serial.dv[k]) << k << name;
+    for (std::size_t k = 0; k < h.val.size(); ++k) ASSERT_EQ(h.val[k], serial.val[k]) << k << name;
   }
 }
 

@@ -5,8 +5,6 @@
 
 #include <vector>
 
-#include <Eigen/SparseCholesky>
-
 #include "models/cond/cond_body_modes.h"
 
 namespace condsim {
@@ -23,24 +21,22 @@ inline constexpr int kRefreshGap = 4;
 inline constexpr Scalar kRefreshAlpha = 0.5;
 inline constexpr double kSlackFactor = 30;
 
-// a sparse body's factor: S + shift I = L L^T with S = D^-1/2 sym(A_c) D^-1/2 scaled and shifted as
-// BodyModeInvertOp does it, its patches ordered by AMD on the block pattern (Eigen's simplicial
-// Cholesky in that order), L by 6x6 blocks with its level schedule (BodyModeFactorView's fields of
-// one body, rows from 0). The ordering and symbolic analysis are kept while the block pattern stays
+// a sparse body's coarse factor: the patch order (AMD on A_c's block pattern) and L's block
+// structure with its level schedules (BodyModeFactorView's fields of one body, rows from 0), made
+// on the host once per block pattern; A_c's blocks of the body's last refresh and that pattern on
+// the backend (the factor is made from them there: BodyModeSparseFactorOp)
 struct SparseCoarseFactor {
-  Eigen::SimplicialLLT<Eigen::SparseMatrix<Scalar>, Eigen::Lower, Eigen::NaturalOrdering<int>> llt;
-  std::vector<Index> ptr, col;  // the block pattern analyzed (patches of the body from 0)
+  std::vector<Index> ptr, col;  // A_c's block pattern analyzed (patches of the body from 0)
   std::vector<Index> order;     // factor row k solves the body's patch order[k]
-  std::vector<Index> row_ptr, row_col, col_ptr, col_row, col_blk, fwd_ptr, fwd_row, bwd_ptr, bwd_row;
-  std::vector<Scalar> scale, diag, val;  // scale: D^-1/2 in factor order
-  bool ok = false;                       // A_c positive definite: otherwise no correction
+  std::vector<Index> row_ptr, row_col, col_ptr, col_row, col_blk, fwd_ptr, fwd_row, bwd_ptr, bwd_row, fac_ptr, fac_ent, col_of,
+      a_blk, a_blk_t, a_diag;
+  Array<Index> c_ptr, c_col;  // ptr and col on the backend (BodyModeSparseMatrixOp)
+  Array<Scalar> blocks;       // A_c's blocks (36 per block of col)
 };
 
-// factorizes the A_c of m patches given by its blocks (ptr, col: the block pattern, sorted columns;
-// values: 36 per block, row-major) into f (f->ok false when A_c is not positive definite)
-void FactorCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vector<Index>& col, const std::vector<Scalar>& values,
-                        SparseCoarseFactor* f);
-// appends f, the factor of patches p0 .. p0 + m of a solve, to the concatenated record (a null or
-// failed factor: rows that set dv = 0)
-void AppendCoarseFactor(const SparseCoarseFactor* f, Index p0, Index m, BodyModeFactorHost* host);
+// the order and L's structure for the A_c of m patches with block pattern (ptr, col: sorted
+// columns, the diagonal present) into f (its host fields)
+void AnalyzeCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vector<Index>& col, SparseCoarseFactor* f);
+// appends f's structure, the patches p0 .. p0 + m of a solve, to the concatenated record
+void AppendCoarseFactor(const SparseCoarseFactor& f, Index p0, BodyModeFactorHost* host);
 }  // namespace condsim

@@ -1,6 +1,6 @@
 // COND body modes: the sparse coarse solve of bodies of many patches (docs/solver.md, "Sparse
-// coarse solve"): the block-sparse Z^T A Z factorized on the host by 6x6 blocks, solved each
-// iteration on the backend (BodyModeSparseSolveOp).
+// coarse solve"): the block-sparse Z^T A Z's order and factor structure made on the host, its
+// factor and the solve each iteration on the backend (BodyModeSparseFactorOp, BodyModeSparseSolveOp).
 #include "models/cond/cond_body_modes.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <Eigen/OrderingMethods>
+#include <Eigen/SparseCore>
 
 #include "models/cond/body_mode_internal.h"
 #include "models/cond/cond_kernels.h"
@@ -15,138 +16,83 @@
 
 namespace condsim {
 
-void FactorCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vector<Index>& col, const std::vector<Scalar>& values,
-                        SparseCoarseFactor* f) {
-  const Index n = 6 * m;
-  // D^-1/2 from A_c's diagonal, as BodyModeInvertOp; a diagonal entry <= 0, a non-finite entry or
-  // a failed factor: no correction
-  std::vector<Scalar> scale(std::size_t(n), 0);
-  f->ok = true;
-  for (Index r = 0; r < m && f->ok; ++r)
-    for (Index k = ptr[r]; k < ptr[r + 1]; ++k)
-      if (col[k] == r)
-        for (int d = 0; d < 6; ++d) {
-          const Scalar a = values[36 * std::size_t(k) + 7 * std::size_t(d)];
-          if (!(a > 0) || !std::isfinite(a)) f->ok = false;
-          else scale[std::size_t(6 * r + d)] = 1 / std::sqrt(a);
-        }
-  if (!f->ok) return;
-  // the patch order: AMD on the block pattern (kept while the pattern stays)
-  if (ptr != f->ptr || col != f->col) {
-    std::vector<Eigen::Triplet<Scalar>> pattern;
-    for (Index r = 0; r < m; ++r)
-      for (Index k = ptr[r]; k < ptr[r + 1]; ++k) pattern.emplace_back(int(r), int(col[k]), Scalar(1));
-    Eigen::SparseMatrix<Scalar> p(m, m);
-    p.setFromTriplets(pattern.begin(), pattern.end());
-    Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic, int> perm;
-    Eigen::AMDOrdering<int>()(p, perm);
-    // (Eigen's ordering gives, per new position, the old index)
-    f->order.assign(perm.indices().data(), perm.indices().data() + m);
-  }
+void AnalyzeCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vector<Index>& col, SparseCoarseFactor* f) {
+  // the patch order: AMD on the block pattern (Eigen's ordering gives, per new position, the old
+  // index)
+  std::vector<Eigen::Triplet<Scalar>> pattern;
+  for (Index r = 0; r < m; ++r)
+    for (Index k = ptr[std::size_t(r)]; k < ptr[std::size_t(r) + 1]; ++k) pattern.emplace_back(int(r), int(col[std::size_t(k)]), Scalar(1));
+  Eigen::SparseMatrix<Scalar> p(m, m);
+  p.setFromTriplets(pattern.begin(), pattern.end());
+  Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic, int> perm;
+  Eigen::AMDOrdering<int>()(p, perm);
+  f->order.assign(perm.indices().data(), perm.indices().data() + m);
   std::vector<Index> pos(static_cast<std::size_t>(m));
   for (Index k = 0; k < m; ++k) pos[std::size_t(f->order[std::size_t(k)])] = k;
-  // S + shift I in factor order, its lower triangle: sym(A_c) scaled
-  std::vector<Eigen::Triplet<Scalar>> entries;
-  entries.reserve(18 * col.size() + std::size_t(n));
+  // A_c's block at (r, c) (original patches), or -1; per patch its neighbours in either triangle
+  const auto find = [&](Index r, Index c) {
+    const auto first = col.begin() + ptr[std::size_t(r)], last = col.begin() + ptr[std::size_t(r) + 1];
+    const auto it = std::lower_bound(first, last, c);
+    return it != last && *it == c ? Index(it - col.begin()) : Index(-1);
+  };
+  std::vector<std::vector<Index>> adjacent(static_cast<std::size_t>(m));
   for (Index r = 0; r < m; ++r)
-    for (Index k = ptr[r]; k < ptr[r + 1]; ++k) {
-      const Index c = col[k], pr = pos[std::size_t(r)], pc = pos[std::size_t(c)];
-      if (pc > pr) continue;
-      // the transposed block (c, r) for sym(A_c)
-      const Index kt = Index(std::lower_bound(col.begin() + ptr[c], col.begin() + ptr[c + 1], r) - col.begin());
-      const bool has_t = kt < ptr[c + 1] && col[kt] == r;
-      for (int i = 0; i < 6; ++i)
-        for (int j = 0; j < 6; ++j) {
-          if (pr == pc && j > i) continue;
-          const Scalar at = has_t ? values[36 * std::size_t(kt) + 6 * std::size_t(j) + std::size_t(i)] : Scalar(0);
-          const Scalar v = Scalar(0.5) * (values[36 * std::size_t(k) + 6 * std::size_t(i) + std::size_t(j)] + at);
-          const Index gi = 6 * r + i, gj = 6 * c + j;
-          const Scalar sv = scale[std::size_t(gi)] * v * scale[std::size_t(gj)] + (gi == gj ? Scalar(kPatchRegularization) : Scalar(0));
-          if (!std::isfinite(sv)) f->ok = false;
-          entries.emplace_back(int(6 * pr + i), int(6 * pc + j), sv);
-        }
+    for (Index k = ptr[std::size_t(r)]; k < ptr[std::size_t(r) + 1]; ++k) {
+      adjacent[std::size_t(r)].push_back(col[std::size_t(k)]);
+      adjacent[std::size_t(col[std::size_t(k)])].push_back(r);
     }
-  if (!f->ok) return;
-  Eigen::SparseMatrix<Scalar> s(n, n);
-  s.setFromTriplets(entries.begin(), entries.end());
-  if (ptr != f->ptr || col != f->col) {
-    f->llt.analyzePattern(s);
-    f->ptr = ptr;
-    f->col = col;
-  }
-  f->llt.factorize(s);
-  f->ok = f->llt.info() == Eigen::Success;
-  if (!f->ok) return;
-  f->scale.resize(std::size_t(n));
-  for (Index k = 0; k < m; ++k)
-    for (int d = 0; d < 6; ++d) f->scale[std::size_t(6 * k + d)] = scale[std::size_t(6 * f->order[std::size_t(k)] + d)];
-  // L by blocks: per block column c the block rows below the diagonal (sorted); the blocks
-  // numbered row by row, each row's in column order
-  const Eigen::SparseMatrix<Scalar>& l = f->llt.matrixL().nestedExpression();
-  std::vector<std::vector<Index>> below(static_cast<std::size_t>(m));
+  // L's pattern, column by column: the rows of A_c below the diagonal and those of the columns
+  // whose parent (first row below) this column is (the elimination tree)
+  std::vector<std::vector<Index>> below(static_cast<std::size_t>(m)), children(static_cast<std::size_t>(m));
   std::vector<Index> mark(std::size_t(m), -1);
   for (Index c = 0; c < m; ++c) {
-    for (Index j = 6 * c; j < 6 * c + 6; ++j)
-      for (Eigen::SparseMatrix<Scalar>::InnerIterator it(l, j); it; ++it) {
-        const Index r = Index(it.row()) / 6;
-        if (r > c && mark[std::size_t(r)] != c) {
-          mark[std::size_t(r)] = c;
-          below[std::size_t(c)].push_back(r);
-        }
+    std::vector<Index>& b = below[std::size_t(c)];
+    const auto add = [&](Index r) {
+      if (r > c && mark[std::size_t(r)] != c) {
+        mark[std::size_t(r)] = c;
+        b.push_back(r);
       }
-    std::sort(below[std::size_t(c)].begin(), below[std::size_t(c)].end());
+    };
+    for (const Index q : adjacent[std::size_t(f->order[std::size_t(c)])]) add(pos[std::size_t(q)]);
+    for (const Index child : children[std::size_t(c)])
+      for (const Index r : below[std::size_t(child)]) add(r);
+    std::sort(b.begin(), b.end());
+    if (!b.empty()) children[std::size_t(b.front())].push_back(c);
   }
+  // blocks numbered row by row, each row's in column order
   f->row_ptr.assign(std::size_t(m) + 1, 0);
   for (Index c = 0; c < m; ++c)
     for (const Index r : below[std::size_t(c)]) ++f->row_ptr[std::size_t(r) + 1];
   for (Index r = 0; r < m; ++r) f->row_ptr[std::size_t(r) + 1] += f->row_ptr[std::size_t(r)];
   const std::size_t blocks = std::size_t(f->row_ptr.back());
   f->row_col.assign(blocks, 0);
+  f->a_blk.assign(blocks, -1);
+  f->a_blk_t.assign(blocks, -1);
   f->col_ptr.assign(1, 0);
   f->col_row.clear();
   f->col_blk.clear();
+  f->col_of.clear();
   std::vector<Index> fill(f->row_ptr.begin(), f->row_ptr.end() - 1);
   for (Index c = 0; c < m; ++c) {
     for (const Index r : below[std::size_t(c)]) {
       const Index e = fill[std::size_t(r)]++;
       f->row_col[std::size_t(e)] = c;
+      f->a_blk[std::size_t(e)] = find(f->order[std::size_t(r)], f->order[std::size_t(c)]);
+      f->a_blk_t[std::size_t(e)] = find(f->order[std::size_t(c)], f->order[std::size_t(r)]);
       f->col_row.push_back(r);
       f->col_blk.push_back(e);
+      f->col_of.push_back(c);
     }
     f->col_ptr.push_back(static_cast<Index>(f->col_row.size()));
   }
-  f->val.assign(36 * blocks, 0);
-  std::vector<Scalar> lkk(36 * std::size_t(m), 0);
-  for (Index j = 0; j < n; ++j) {
-    const Index c = j / 6;
-    for (Eigen::SparseMatrix<Scalar>::InnerIterator it(l, j); it; ++it) {
-      const Index i = Index(it.row()), r = i / 6;
-      const std::size_t within = 6 * std::size_t(i % 6) + std::size_t(j % 6);
-      if (r == c) {
-        lkk[36 * std::size_t(r) + within] = it.value();
-      } else {
-        const auto& rows = below[std::size_t(c)];
-        const Index q = Index(std::lower_bound(rows.begin(), rows.end(), r) - rows.begin());
-        f->val[36 * std::size_t(f->col_blk[std::size_t(f->col_ptr[std::size_t(c)] + q)]) + within] = it.value();
-      }
-    }
-  }
-  // L_kk^-1 (lower triangular) by columns
-  f->diag.assign(36 * std::size_t(m), 0);
+  f->a_diag.assign(std::size_t(m), -1);
   for (Index k = 0; k < m; ++k) {
-    const Scalar* a = lkk.data() + 36 * std::size_t(k);
-    Scalar* x = f->diag.data() + 36 * std::size_t(k);
-    for (int j = 0; j < 6; ++j) {
-      x[6 * j + j] = 1 / a[6 * j + j];
-      for (int i = j + 1; i < 6; ++i) {
-        Scalar sum = 0;
-        for (int t = j; t < i; ++t) sum += a[6 * i + t] * x[6 * t + j];
-        x[6 * i + j] = -sum / a[6 * i + i];
-      }
-    }
+    f->a_diag[std::size_t(k)] = find(f->order[std::size_t(k)], f->order[std::size_t(k)]);
+    CONDSIM_CHECK(f->a_diag[std::size_t(k)] >= 0, "body modes: the coarse block pattern lacks patch " << f->order[std::size_t(k)] << "'s diagonal block");
   }
   // the level schedules: a row's forward level follows those of its blocks' columns, its backward
-  // level those of the rows below it in its column
+  // level those of the rows below it in its column; per forward level also the column entries of
+  // its rows (the blocks the factorization makes there)
   const auto schedule = [m](const std::vector<Index>& level, std::vector<Index>* lptr, std::vector<Index>* rows) {
     const Index levels = m > 0 ? *std::max_element(level.begin(), level.end()) + 1 : 0;
     lptr->assign(std::size_t(levels) + 1, 0);
@@ -161,6 +107,15 @@ void FactorCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vecto
     for (Index e = f->row_ptr[std::size_t(k)]; e < f->row_ptr[std::size_t(k) + 1]; ++e)
       level[std::size_t(k)] = std::max(level[std::size_t(k)], level[std::size_t(f->row_col[std::size_t(e)])] + 1);
   schedule(level, &f->fwd_ptr, &f->fwd_row);
+  f->fac_ptr.assign(1, 0);
+  f->fac_ent.clear();
+  for (std::size_t l = 0; l + 1 < f->fwd_ptr.size(); ++l) {
+    for (Index t = f->fwd_ptr[l]; t < f->fwd_ptr[l + 1]; ++t) {
+      const Index k = f->fwd_row[std::size_t(t)];
+      for (Index u = f->col_ptr[std::size_t(k)]; u < f->col_ptr[std::size_t(k) + 1]; ++u) f->fac_ent.push_back(u);
+    }
+    f->fac_ptr.push_back(static_cast<Index>(f->fac_ent.size()));
+  }
   level.assign(std::size_t(m), 0);
   for (Index k = m - 1; k >= 0; --k)
     for (Index e = f->col_ptr[std::size_t(k)]; e < f->col_ptr[std::size_t(k) + 1]; ++e)
@@ -168,45 +123,46 @@ void FactorCoarseBlocks(Index m, const std::vector<Index>& ptr, const std::vecto
   schedule(level, &f->bwd_ptr, &f->bwd_row);
 }
 
-void AppendCoarseFactor(const SparseCoarseFactor* f, Index p0, Index m, BodyModeFactorHost* host) {
-  const bool ok = f != nullptr && f->ok && static_cast<Index>(f->order.size()) == m;
-  if (host->row_ptr.empty()) host->row_ptr.push_back(0), host->col_ptr.push_back(0), host->fwd_ptr.push_back(0), host->bwd_ptr.push_back(0);
-  const Index row0 = static_cast<Index>(host->patch.size()), blk0 = static_cast<Index>(host->row_col.size());
-  const Index fwd0 = static_cast<Index>(host->fwd_ptr.size()) - 1, bwd0 = static_cast<Index>(host->bwd_ptr.size()) - 1;
-  const Index fwd = ok ? static_cast<Index>(f->fwd_ptr.size()) - 1 : 0, bwd = ok ? static_cast<Index>(f->bwd_ptr.size()) - 1 : 0;
-  host->body.insert(host->body.end(), {row0, row0 + m, fwd0, fwd0 + fwd, bwd0, bwd0 + bwd, Index(ok)});
-  for (Index k = 0; k < m; ++k) host->patch.push_back(p0 + (ok ? f->order[std::size_t(k)] : k));
-  if (!ok) {
-    // rows without blocks or levels: the solve's last phase writes dv = 0
-    host->row_ptr.insert(host->row_ptr.end(), std::size_t(m), host->row_ptr.back());
-    host->col_ptr.insert(host->col_ptr.end(), std::size_t(m), host->col_ptr.back());
-    host->scale.insert(host->scale.end(), 6 * std::size_t(m), Scalar(0));
-    host->diag.insert(host->diag.end(), 36 * std::size_t(m), Scalar(0));
-    return;
+void AppendCoarseFactor(const SparseCoarseFactor& f, Index p0, BodyModeFactorHost* host) {
+  if (host->row_ptr.empty()) {
+    for (std::vector<Index>* v : {&host->row_ptr, &host->col_ptr, &host->fwd_ptr, &host->bwd_ptr, &host->fac_ptr}) v->push_back(0);
   }
+  const Index m = static_cast<Index>(f.order.size());
+  const Index row0 = static_cast<Index>(host->patch.size()), blk0 = static_cast<Index>(host->row_col.size());
+  const Index ent0 = static_cast<Index>(host->col_row.size());
+  const Index fwd0 = static_cast<Index>(host->fwd_ptr.size()) - 1, bwd0 = static_cast<Index>(host->bwd_ptr.size()) - 1;
+  const Index fwd = static_cast<Index>(f.fwd_ptr.size()) - 1, bwd = static_cast<Index>(f.bwd_ptr.size()) - 1;
+  host->body.insert(host->body.end(), {row0, row0 + m, fwd0, fwd0 + fwd, bwd0, bwd0 + bwd});
+  for (Index k = 0; k < m; ++k) host->patch.push_back(p0 + f.order[std::size_t(k)]);
   const auto shifted = [](std::vector<Index>* out, const std::vector<Index>& in, std::size_t from, Index by) {
-    for (std::size_t k = from; k < in.size(); ++k) out->push_back(in[k] + by);
+    for (std::size_t k = from; k < in.size(); ++k) out->push_back(in[k] < 0 ? in[k] : in[k] + by);
   };
-  shifted(&host->row_ptr, f->row_ptr, 1, blk0);
-  shifted(&host->row_col, f->row_col, 0, row0);
-  shifted(&host->col_ptr, f->col_ptr, 1, static_cast<Index>(host->col_row.size()));
-  shifted(&host->col_row, f->col_row, 0, row0);
-  shifted(&host->col_blk, f->col_blk, 0, blk0);
-  shifted(&host->fwd_ptr, f->fwd_ptr, 1, static_cast<Index>(host->fwd_row.size()));
-  shifted(&host->fwd_row, f->fwd_row, 0, row0);
-  shifted(&host->bwd_ptr, f->bwd_ptr, 1, static_cast<Index>(host->bwd_row.size()));
-  shifted(&host->bwd_row, f->bwd_row, 0, row0);
-  host->scale.insert(host->scale.end(), f->scale.begin(), f->scale.end());
-  host->diag.insert(host->diag.end(), f->diag.begin(), f->diag.end());
-  host->val.insert(host->val.end(), f->val.begin(), f->val.end());
+  shifted(&host->row_ptr, f.row_ptr, 1, blk0);
+  shifted(&host->row_col, f.row_col, 0, row0);
+  shifted(&host->col_ptr, f.col_ptr, 1, ent0);
+  shifted(&host->col_row, f.col_row, 0, row0);
+  shifted(&host->col_blk, f.col_blk, 0, blk0);
+  shifted(&host->col_of, f.col_of, 0, row0);
+  shifted(&host->fwd_ptr, f.fwd_ptr, 1, static_cast<Index>(host->fwd_row.size()));
+  shifted(&host->fwd_row, f.fwd_row, 0, row0);
+  shifted(&host->bwd_ptr, f.bwd_ptr, 1, static_cast<Index>(host->bwd_row.size()));
+  shifted(&host->bwd_row, f.bwd_row, 0, row0);
+  shifted(&host->fac_ptr, f.fac_ptr, 1, static_cast<Index>(host->fac_ent.size()));
+  shifted(&host->fac_ent, f.fac_ent, 0, ent0);
+  // (A_c's block indices stay the body's own: its blocks are their own array)
+  shifted(&host->a_blk, f.a_blk, 0, 0);
+  shifted(&host->a_blk_t, f.a_blk_t, 0, 0);
+  shifted(&host->a_diag, f.a_diag, 0, 0);
 }
 
 void CondBodyModes::FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body) {
   Backend* b = ctx_->backend;
   const BodyModeView view = arrays_.view();
   std::vector<Index> mark(std::size_t(num_patches_), -1);
-  bool any = false;
-  for (const auto& [p0, p1, src] : sparse_used_) {
+  bool restructure = sparse_used_ != factored_used_;
+  std::vector<unsigned char> refactor(sparse_used_.size(), 0);
+  for (std::size_t s = 0; s < sparse_used_.size(); ++s) {
+    const auto& [p0, p1, src] = sparse_used_[s];
     if (!refresh_body[std::size_t(used.patch_body[p0])]) continue;
     if (!sparse_coarse_[std::size_t(src)]) sparse_coarse_[std::size_t(src)] = std::make_unique<SparseCoarseFactor>();
     SparseCoarseFactor& f = *sparse_coarse_[std::size_t(src)];
@@ -227,32 +183,51 @@ void CondBodyModes::FactorSparse(const BlockPattern& pattern, const BodyModeHost
       std::sort(col.begin() + std::ptrdiff_t(row_begin), col.end());
       ptr.push_back(static_cast<Index>(col.size()));
     }
-    if (ptr != c_ptr_up_) {
-      c_ptr_.Assign(b, ptr);
-      c_ptr_up_ = ptr;
+    // a new block pattern: the order and L's structure again (host), the record again
+    if (ptr != f.ptr || col != f.col) {
+      AnalyzeCoarseBlocks(p1 - p0, ptr, col, &f);
+      f.c_ptr.Assign(b, ptr);
+      f.c_col.Assign(b, col);
+      f.ptr = std::move(ptr);
+      f.col = std::move(col);
+      restructure = true;
     }
-    if (col != c_col_up_) {
-      c_col_.Assign(b, col);
-      c_col_up_ = col;
-    }
-    c_val_.Resize(b, 36 * static_cast<Index>(col.size()));
-    ctx_->kernels->BodyModeSparseMatrix(p1 - p0, BodyModeSparseMatrixOp{view, t_.data(), p0, c_ptr_.data(), c_col_.data(), c_val_.data()});
-    FactorCoarseBlocks(p1 - p0, ptr, col, c_val_.ToHost(), &f);
-    any = true;
+    f.blocks.Resize(b, 36 * static_cast<Index>(f.col.size()));
+    ctx_->kernels->BodyModeSparseMatrix(p1 - p0, BodyModeSparseMatrixOp{view, t_.data(), p0, f.c_ptr.data(), f.c_col.data(), f.blocks.data()});
+    refactor[s] = 1;
   }
-  // the factors of this solve's sparse bodies to the backend: after a factorization, or when the
-  // sparse bodies moved in the solve's patches
-  if (!any && sparse_used_ == factored_used_) return;
-  BodyModeFactorHost host;
-  for (const auto& [p0, p1, src] : sparse_used_) AppendCoarseFactor(sparse_coarse_[std::size_t(src)].get(), p0, p1 - p0, &host);
-  factor_.Upload(b, host);
-  factor_y_.Resize(b, 6 * static_cast<Index>(host.patch.size()));
-  factored_used_ = sparse_used_;
+  // the structure of this solve's sparse bodies to the backend when it changed; then every body
+  // is factorized again, a kept body from its own A_c blocks (the same bits as before)
+  if (restructure) {
+    BodyModeFactorHost host;
+    for (const auto& [p0, p1, src] : sparse_used_) {
+      CONDSIM_CHECK(sparse_coarse_[std::size_t(src)] != nullptr, "body modes: a sparse body without a coarse matrix");
+      AppendCoarseFactor(*sparse_coarse_[std::size_t(src)], p0, &host);
+    }
+    factor_.Upload(b, host);
+    const Index rows = static_cast<Index>(host.patch.size()), blocks = static_cast<Index>(host.row_col.size());
+    factor_scale_.Resize(b, 6 * rows);
+    factor_diag_.Resize(b, 36 * rows);
+    factor_val_.Resize(b, 36 * blocks);
+    factor_ok_.Resize(b, static_cast<Index>(sparse_used_.size()));
+    factor_y_.Resize(b, 6 * rows);
+    factored_used_ = sparse_used_;
+    refactor.assign(sparse_used_.size(), 1);
+  }
+  for (std::size_t s = 0; s < sparse_used_.size(); ++s)
+    if (refactor[s])
+      ctx_->kernels->BodyModeSparseFactor(1, BodyModeSparseFactorOp{factor_.view(), FactorValues(), sparse_coarse_[std::size_t(sparse_used_[s][2])]->blocks.data(),
+                                                                    static_cast<Index>(s), Scalar(kPatchRegularization)});
+}
+
+BodyModeFactorValues CondBodyModes::FactorValues() {
+  return BodyModeFactorValues{factor_scale_.data(), factor_diag_.data(), factor_val_.data(), factor_ok_.data()};
 }
 
 void CondBodyModes::SolveSparse() {
   if (sparse_used_.empty()) return;
+  const BodyModeFactorValues v = FactorValues();
   ctx_->kernels->BodyModeSparseSolve(static_cast<Index>(sparse_used_.size()),
-                                     BodyModeSparseSolveOp{factor_.view(), g_.data(), factor_y_.data(), dv_.data()});
+                                     BodyModeSparseSolveOp{factor_.view(), v.scale, v.diag, v.val, v.ok, g_.data(), factor_y_.data(), dv_.data()});
 }
 }  // namespace condsim

@@ -30,7 +30,7 @@ constexpr int kMaxBodyModePatches = 1 << 20;
 // patches per body at most for a dense coarse matrix ((6 m)^2, inverted on the backend every
 // CondParams::body_mode_refresh solves; BodyModeInvertOp runs 2 (6 m) + 6 lane phases); a body of
 // more patches (or of more than CondParams::body_mode_dense_patches) has its sparse Z^T A Z
-// factorized on the host and solved on the backend (CondBodyModes' sparse coarse solve)
+// factorized and solved on the backend (CondBodyModes' sparse coarse solve)
 constexpr int kMaxDenseBodyModePatches = 128;
 static_assert(6 * kMaxDenseBodyModePatches <= kBodyModeMaxCoarse, "BodyModeInvertOp's phases must cover the largest dense body");
 
@@ -158,11 +158,13 @@ class CondBodyModes : public CondComponent {
   bool truncating() const;
   // dv = -(Z^T A Z)^-1 Z^T r for v (gated and limited as the level asks), into dv_
   void Correction(const Array<Scalar>& v);
-  // the sparse bodies' A_c (BodyModeSparseMatrixOp) factorized on the host, for the bodies of
-  // this solve whose refresh is due, and this solve's factors uploaded when they changed (Prepare)
+  // the sparse bodies' A_c (BodyModeSparseMatrixOp) factorized on the backend for the bodies of
+  // this solve whose refresh is due, the factors' structure made on the host and uploaded when a
+  // block pattern or the sparse bodies changed (Prepare)
   void FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body);
   // the sparse bodies' dv from this solve's g (BodyModeSparseSolveOp)
   void SolveSparse();
+  BodyModeFactorValues FactorValues();
   // the correction's op on v (and r)
   BodyModeApplyOp ApplyOp(Array<Scalar>* v);
 
@@ -213,17 +215,15 @@ class CondBodyModes : public CondComponent {
   std::array<std::uint64_t, 4> coupled_pattern_{};  // A (address, pattern version, rows, blocks) t_ptr and t_patch were made for
   Index t_entries_ = 0;                // entries of t_patch (T holds 18 scalars per entry)
   Array<Index> source_;      // device arms: per node of A its entry in modes_ (-1: none)
-  // the sparse coarse solve: per body of modes_ its factor (null: a dense body); this solve's
-  // sparse bodies as {first patch, end patch, body of modes_}; the device blocks of one body's A_c
-  // (BodyModeSparseMatrixOp); the factors of this solve's sparse bodies on the backend, the
-  // sparse bodies they were assembled for, and the solve's work rows (BodyModeSparseSolveOp)
+  // the sparse coarse solve: per body of modes_ its factor (null: a dense body; its A_c blocks
+  // and pattern on the backend with it); this solve's sparse bodies as {first patch, end patch,
+  // body of modes_}; the factors' structure on the backend, the sparse bodies it was made for,
+  // the factors' numbers (BodyModeSparseFactorOp) and the solve's work rows
   std::vector<std::unique_ptr<SparseCoarseFactor>> sparse_coarse_;
   std::vector<std::array<Index, 3>> sparse_used_, factored_used_;
-  Array<Index> c_ptr_, c_col_;
-  std::vector<Index> c_ptr_up_, c_col_up_;  // what c_ptr_ and c_col_ hold
-  Array<Scalar> c_val_;
   BodyModeFactorArrays factor_;
-  Array<Scalar> factor_y_;
+  Array<Scalar> factor_scale_, factor_diag_, factor_val_, factor_y_;
+  Array<unsigned char> factor_ok_;
 };
 
 }  // namespace condsim

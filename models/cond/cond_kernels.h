@@ -18,7 +18,7 @@ class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
-                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeSparseMatrixOp, BodyModeSparseSolveOp, BodyModeInvertOp,
+                       BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeSparseMatrixOp, BodyModeSparseFactorOp, BodyModeSparseSolveOp, BodyModeInvertOp,
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
@@ -86,6 +86,7 @@ class CondKernels
   void BodyModeProduct(Index listed, const BodyModeProductOp& op) { Run(listed, op); }
   void BodyModeMatrix(Index patches, const BodyModeMatrixOp& op) { Run(patches, op); }
   void BodyModeSparseMatrix(Index patches, const BodyModeSparseMatrixOp& op) { Run(patches, op); }
+  void BodyModeSparseFactor(Index bodies, const BodyModeSparseFactorOp& op) { Run(bodies, op); }
   void BodyModeSparseSolve(Index bodies, const BodyModeSparseSolveOp& op) { Run(bodies, op); }
   void BodyModeInvert(Index bodies, const BodyModeInvertOp& op) { Run(bodies, op); }
   void BodyModeGatherArm(Index listed, const BodyModeGatherArmOp& op) { Run(listed, op); }
