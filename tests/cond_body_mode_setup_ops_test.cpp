@@ -50,10 +50,11 @@ TEST(CondBodyModes, NodeMapsOnTheBackendEqualTheHostMaps) {
   }
 }
 
-// the rows of T and the patches each reaches made on the backend (BodyModeCouplingOp, a count, the
-// backend's exclusive scan, a fill; CondBodyModes::Prepare) against the host loop that made them
-// before (each row's patches in the order A's row first reaches them, a listed node's only
-// within its body), bitwise, on 1 and 2 threads: random rows of 1 to 30 blocks over 3000 nodes,
+// the rows of T and the patches each reaches made on the backend (MakeRowsOfT: BodyModeCouplingOp's
+// count, BodyModeRowOffsetOp's placement by a scan over the nodes, the fill; CondBodyModes::Prepare)
+// against the host loop that made them before (each row's patches in the order A's row first
+// reaches them, a listed node's only within its body), bitwise per row, on 1 and 2 threads; the
+// rows stored in their nodes' order without gaps. Random rows of 1 to 30 blocks over 3000 nodes,
 // two bodies of 12 patches, 2000 listed nodes and 300 halo nodes
 TEST(CondBodyModes, RowsOfTOnTheBackendEqualTheHostLoop) {
   auto rng = test::Rng();
@@ -89,18 +90,32 @@ TEST(CondBodyModes, RowsOfTOnTheBackendEqualTheHostLoop) {
     t_ptr.push_back(Index(t_patch.size()));
   }
   ASSERT_GT(t_patch.size(), 2 * std::size_t(rows));
+  // per node its row (BodyModeRowOp's map)
+  std::vector<Index> node_row(std::size_t(nodes), -1);
+  for (Index q = 0; q < rows; ++q) node_row[std::size_t(q < listed ? h.node[q] : h.halo[q - listed])] = q;
   for (int threads : {1, 2}) {
     OpsOnThreads ops(threads, h);
     Backend* b = ops.backend.get();
-    Array<Index> row_ptr_d(b, row_ptr), col_idx_d(b, col_idx), t_ptr_d(b, rows + 1), t_patch_d(b, Index(t_patch.size()));
-    BodyModeCouplingOp op{ops.arrays.view(), listed, rows, row_ptr_d.data(), col_idx_d.data(), false, t_ptr_d.data(), nullptr};
-    ops.kernels->BodyModeCoupling(rows + 1, op);
-    EXPECT_EQ(b->ExclusiveScan(rows + 1, t_ptr_d, &t_ptr_d), Index(t_patch.size()));
-    op.fill = true;
-    op.t_patch = t_patch_d.data();
-    ops.kernels->BodyModeCoupling(rows, op);
-    EXPECT_EQ(t_ptr_d.ToHost(), t_ptr) << threads << " threads";
-    EXPECT_EQ(t_patch_d.ToHost(), t_patch) << threads << " threads";
+    Array<Index> row_ptr_d(b, row_ptr), col_idx_d(b, col_idx), node_row_d(b, node_row), offset;
+    const Index entries = MakeRowsOfT(*ops.kernels, b, &ops.arrays, listed, rows, nodes, row_ptr_d.data(), col_idx_d.data(),
+                                      node_row_d.data(), &offset);
+    EXPECT_EQ(entries, Index(t_patch.size()));
+    const std::vector<Index> first = ops.arrays.t_ptr.ToHost(), end = ops.arrays.t_end.ToHost(), got = ops.arrays.t_patch.ToHost();
+    ASSERT_EQ(first.size(), std::size_t(rows));
+    for (Index q = 0; q < rows; ++q) {
+      const std::vector<Index> row(got.begin() + first[std::size_t(q)], got.begin() + end[std::size_t(q)]);
+      const std::vector<Index> ref(t_patch.begin() + t_ptr[std::size_t(q)], t_patch.begin() + t_ptr[std::size_t(q) + 1]);
+      ASSERT_EQ(row, ref) << "row " << q << ", " << threads << " threads";
+    }
+    // in node order, back to back: each node's row starts where the previous node's ended
+    Index at = 0;
+    for (Index i = 0; i < nodes; ++i) {
+      const Index q = node_row[std::size_t(i)];
+      if (q < 0) continue;
+      ASSERT_EQ(first[std::size_t(q)], at) << "node " << i;
+      at = end[std::size_t(q)];
+    }
+    EXPECT_EQ(at, entries);
   }
 }
 
@@ -136,6 +151,7 @@ TEST(CondBodyModes, SparseCoarseBlocksEqualTheDenseRows) {
   }
   h.body_ptr = {0, patches};
   h.c_off = {0, 36 * patches * patches};
+  h.t_end.assign(h.t_ptr.begin() + 1, h.t_ptr.end());
   std::vector<Scalar> t(18 * h.t_patch.size());
   for (Scalar& x : t) x = value(rng);
   // the block pattern: per patch the sorted union of its rows' patches

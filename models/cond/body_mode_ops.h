@@ -33,7 +33,8 @@ namespace condsim {
   X(Index, halo)       /* nodes left out whose row of A reaches a patch (contact nodes next */  \
                        /* to the patches): rows of T after the listed nodes, so r stays A v - b */ \
   X(Index, t_ptr)      /* per row q of T (listed nodes, then halo): the patches its row of A */ \
-  X(Index, t_patch)    /*   reaches, t_patch[t_ptr[q] .. t_ptr[q+1]) (a listed node: its body's) */ \
+  X(Index, t_end)      /*   reaches, t_patch[t_ptr[q] .. t_end[q]) (a listed node: its body's); */ \
+  X(Index, t_patch)    /*   the rows stored in their nodes' order (BodyModeRowOffsetOp) */       \
   X(Index, gate_ptr)   /* free bodies and truncated modes: per patch the contacts on its */     \
   X(Index, gate_contact) /* nodes, gate_contact[gate_ptr[p] .. gate_ptr[p+1]) */               \
   X(Index, chunk_ptr)  /* per patch: its chunks chunk_ptr[p] .. chunk_ptr[p+1) of listed nodes */ \
@@ -395,7 +396,7 @@ struct BodyModeApplyOp {
   CONDSIM_HD_INLINE Vec3 ResidualChange(Index q, bool* moved) const {
     Vec3 dr;
     *moved = false;
-    for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+    for (Index e = m.t_ptr[q]; e < m.t_end[q]; ++e) {
       const Index pe = m.t_patch[e];
       if (!Moves(pe)) continue;
       *moved = true;

@@ -18,7 +18,7 @@ struct BodyModeProductOp {
   const Scalar* values;
   Scalar* t;  // 18 per entry
   CONDSIM_HD_INLINE void operator()(Index q) const {
-    const Index i = q < listed ? m.node[q] : m.halo[q - listed], first = m.t_ptr[q], last = m.t_ptr[q + 1];
+    const Index i = q < listed ? m.node[q] : m.halo[q - listed], first = m.t_ptr[q], last = m.t_end[q];
     // a listed node's row only to its own body's patches (they form A_c); a halo row to all
     const Index body = q < listed ? m.patch_body[m.node_patch[i]] : -1;
     for (Index e = first; e < last; ++e) {
@@ -52,7 +52,7 @@ struct BodyModeMatrixOp {
     for (std::int64_t k = 0; k < 6 * std::int64_t(ld); ++k) out[k] = 0;
     for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) {
       const Mat3 sk = Skew(LoadVec3(m.arm, q));
-      for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+      for (Index e = m.t_ptr[q]; e < m.t_end[q]; ++e) {
         // blocks [[T_lin, T_rot], [[r]x T_lin, [r]x T_rot]]
         const Mat3 t_lin = LoadMat3(t, 2 * e), t_rot = LoadMat3(t, 2 * e + 1);
         const Mat3 blk[4] = {t_lin, t_rot, sk * t_lin, sk * t_rot};
@@ -81,7 +81,7 @@ struct BodyModeSparseMatrixOp {
     for (std::int64_t s = 36 * std::int64_t(b0); s < 36 * std::int64_t(b1); ++s) values[s] = 0;
     for (Index q = m.ptr[p]; q < m.ptr[p + 1]; ++q) {
       const Mat3 sk = Skew(LoadVec3(m.arm, q));
-      for (Index e = m.t_ptr[q]; e < m.t_ptr[q + 1]; ++e) {
+      for (Index e = m.t_ptr[q]; e < m.t_end[q]; ++e) {
         // the block of patch t_patch[e] (a binary search of the row's sorted columns)
         const Index col = m.t_patch[e] - first;
         Index lo = b0, hi = b1;
@@ -323,9 +323,8 @@ struct BodyModeNodeMapOp {
 // the record's rows of T (the listed nodes, then the halo) and the patches each reaches, made on
 // the backend from the record and A's pattern (nothing of them uploaded): row q reaches the
 // patches of the nodes its row of A reaches (a listed node's only within its own body), each
-// once, in the order the row first reaches them. `fill` false: item q < rows counts them into
-// t_ptr[q] and item `rows` writes 0, so an exclusive scan of rows + 1 entries makes t_ptr;
-// `fill` true: item q writes them to t_patch[t_ptr[q] ..)
+// once, in the order the row first reaches them. `fill` false: item q counts them into t_end[q]
+// (BodyModeRowOffsetOp then places the rows); `fill` true: item q writes them to t_patch[t_ptr[q] ..)
 struct BodyModeCouplingOp {
   static constexpr Index kGrain = 1024;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeView m;
@@ -333,7 +332,7 @@ struct BodyModeCouplingOp {
   const Index* row_ptr;  // A's block pattern
   const Index* col_idx;
   bool fill;
-  Index* t_ptr;
+  Index* t_end;
   Index* t_patch;
   // the patch that entry k of A's row reaches for a row of `body` (-1: any body), or -1
   CONDSIM_HD_INLINE Index Reached(Index k, Index body) const {
@@ -341,13 +340,9 @@ struct BodyModeCouplingOp {
     return p < 0 || (body >= 0 && m.patch_body[p] != body) ? -1 : p;
   }
   CONDSIM_HD_INLINE void operator()(Index q) const {
-    if (q == rows) {
-      if (!fill) t_ptr[q] = 0;
-      return;
-    }
     const Index i = q < listed ? m.node[q] : m.halo[q - listed];
     const Index body = q < listed ? m.patch_body[m.node_patch[i]] : -1;
-    const Index out = fill ? t_ptr[q] : 0;
+    const Index out = fill ? m.t_ptr[q] : 0;
     Index n = 0;
     for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
       const Index p = Reached(k, body);
@@ -358,7 +353,33 @@ struct BodyModeCouplingOp {
       if (fill) t_patch[out + n] = p;
       ++n;
     }
-    if (!fill) t_ptr[q] = n;
+    if (!fill) t_end[q] = n;
+  }
+};
+
+// T's rows placed in their nodes' order, so that a pass over the nodes (BodyModeApplyStepOp)
+// reads T front to back: `gather`, item i of nodes + 1: offset[i] = the entry count of node i's
+// row (t_end[node_row[i]] after the count; 0 for a node without a row and for item `nodes`), so an
+// exclusive scan of offset gives each row its first entry; then item q of the rows: t_ptr[q] =
+// offset[its node] and t_end[q] += t_ptr[q]
+struct BodyModeRowOffsetOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  BodyModeView m;
+  Index listed, nodes;
+  const Index* node_row;  // BodyModeRowOp
+  bool gather;
+  Index* offset;  // nodes + 1
+  Index* t_ptr;
+  Index* t_end;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    if (gather) {
+      const Index q = k < nodes ? node_row[k] : -1;
+      offset[k] = q >= 0 ? t_end[q] : 0;
+      return;
+    }
+    const Index i = k < listed ? m.node[k] : m.halo[k - listed];
+    t_ptr[k] = offset[i];
+    t_end[k] += offset[i];
   }
 };
 

@@ -17,6 +17,26 @@ namespace condsim {
 CondBodyModes::CondBodyModes(CondContext* ctx) : CondComponent(ctx) {}
 CondBodyModes::~CondBodyModes() = default;
 
+Index MakeRowsOfT(CondKernels& k, Backend* b, BodyModeArrays* arrays, Index listed, Index rows, Index nodes, const Index* row_ptr,
+                  const Index* col_idx, const Index* node_row, Array<Index>* offset) {
+  arrays->t_ptr.Resize(b, rows);
+  arrays->t_end.Resize(b, rows);
+  BodyModeCouplingOp coupling{arrays->view(), listed, rows, row_ptr, col_idx, false, arrays->t_end.data(), nullptr};
+  k.BodyModeCoupling(rows, coupling);
+  offset->Resize(b, nodes + 1);
+  BodyModeRowOffsetOp place{arrays->view(), listed, nodes, node_row, true, offset->data(), arrays->t_ptr.data(), arrays->t_end.data()};
+  k.BodyModeRowOffset(nodes + 1, place);
+  const Index entries = b->ExclusiveScan(nodes + 1, *offset, offset);
+  place.gather = false;
+  k.BodyModeRowOffset(rows, place);
+  arrays->t_patch.Resize(b, entries);
+  coupling.m = arrays->view();
+  coupling.fill = true;
+  coupling.t_patch = arrays->t_patch.data();
+  k.BodyModeCoupling(rows, coupling);
+  return entries;
+}
+
 void CondBodyModes::Set(const BodyModes& modes) {
   const std::size_t arms = modes.device_arm != nullptr ? std::size_t(modes.device_arm->size()) : modes.arm.size();
   CONDSIM_CHECK(!modes.ptr.empty() && modes.ptr.front() == 0 && std::size_t(modes.ptr.back()) == modes.node.size() &&
@@ -324,7 +344,8 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // (BodyModeNodeMapOp), t_ptr and t_patch from the record and A's pattern (BodyModeCouplingOp):
   // never uploaded
   const auto derived = [&used](const void* field) {
-    return field == &used.node_patch || field == &used.node_slot || field == &used.t_ptr || field == &used.t_patch;
+    return field == &used.node_patch || field == &used.node_slot || field == &used.t_ptr || field == &used.t_end ||
+           field == &used.t_patch;
   };
   bool same_structure = true;
 #define CONDSIM_BODY_MODE_SAME(T, name)                                                                                    \
@@ -381,16 +402,14 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     ctx_->kernels->BodyModeNodeMap(listed_, listed);
     mapped_nodes_ = ctx_->nodes;
   }
+  // per node its row of T (BodyModeApplyStepOp, and where T's rows are stored), from the record on
+  // the backend (no upload)
+  node_row_.Resize(b, ctx_->nodes);
+  ctx_->kernels->BodyModeRow(ctx_->nodes, BodyModeRowOp{arrays_.view(), listed_, false, node_row_.data()});
+  ctx_->kernels->BodyModeRow(rows_ - listed_, BodyModeRowOp{arrays_.view(), listed_, true, node_row_.data()});
   if (recouple) {
-    // t_ptr by a count per row and a scan (its total, 4 B, read back: the size of T), then t_patch
-    arrays_.t_ptr.Resize(b, rows_ + 1);
-    BodyModeCouplingOp coupling{arrays_.view(), listed_, rows_, a.row_ptr().data(), a.col_idx().data(), false, arrays_.t_ptr.data(), nullptr};
-    ctx_->kernels->BodyModeCoupling(rows_ + 1, coupling);
-    t_entries_ = b->ExclusiveScan(rows_ + 1, arrays_.t_ptr, &arrays_.t_ptr);
-    arrays_.t_patch.Resize(b, t_entries_);
-    coupling.fill = true;
-    coupling.t_patch = arrays_.t_patch.data();
-    ctx_->kernels->BodyModeCoupling(rows_, coupling);
+    t_entries_ = MakeRowsOfT(*ctx_->kernels, b, &arrays_, listed_, rows_, ctx_->nodes, a.row_ptr().data(), a.col_idx().data(),
+                             node_row_.data(), &t_offset_);
     coupled_pattern_ = pattern_key;
   }
   if (modes_.device_arm != nullptr) {
@@ -414,10 +433,6 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   // room for Corrected's copy of v (sized there, where it is written: no allocation in the loop)
   v_keep_.Reserve(b, 3 * ctx_->nodes, false);
-  // per node its row of T (BodyModeApplyStepOp), from the record on the backend (no upload)
-  node_row_.Resize(b, ctx_->nodes);
-  ctx_->kernels->BodyModeRow(ctx_->nodes, BodyModeRowOp{arrays_.view(), listed_, false, node_row_.data()});
-  ctx_->kernels->BodyModeRow(rows_ - listed_, BodyModeRowOp{arrays_.view(), listed_, true, node_row_.data()});
   // T = A Z per listed node (every solve: the correction keeps r = A v - b with the current A)
   const BodyModeView view = arrays_.view();
   ctx_->kernels->BodyModeProduct(rows_, BodyModeProductOp{view, listed_, a.row_ptr().data(), a.col_idx().data(), a.values().data(), t_.data()});

@@ -98,6 +98,13 @@ CONDSIM_RECORD_ARRAYS(BodyModeArrays, BodyModeView, CONDSIM_BODY_MODE_FIELDS)
 CONDSIM_RECORD_HOST(BodyModeFactorHost, CONDSIM_BODY_MODE_FACTOR_FIELDS)
 CONDSIM_RECORD_ARRAYS(BodyModeFactorArrays, BodyModeFactorView, CONDSIM_BODY_MODE_FACTOR_FIELDS)
 
+// T's rows for the record's listed and halo rows, made on the backend (BodyModeCouplingOp,
+// BodyModeRowOffsetOp): a count per row, the rows stored in their nodes' order (node_row:
+// BodyModeRowOp's) by a scan over the nodes (its total, 4 B, read back: the size of T), then the
+// patches each row reaches; sets the record's t_ptr, t_end and t_patch, returns the entries
+Index MakeRowsOfT(CondKernels& k, Backend* b, BodyModeArrays* arrays, Index listed, Index rows, Index nodes, const Index* row_ptr,
+                  const Index* col_idx, const Index* node_row, Array<Index>* offset);
+
 // a sparse body's factor (body_mode_internal.h)
 struct SparseCoarseFactor;
 
@@ -151,7 +158,7 @@ class CondBodyModes : public CondComponent {
   // least 4 such nodes; fills host's ptr, node, arm, node_patch, node_slot, patch_body, body_ptr
   void SelectPatches(BodyModeHost* host) const;
   // the halo (nodes left out whose row of A reaches a patch) and per body its coarse matrix's
-  // offset (c_off); the patches each row of T reaches (t_ptr, t_patch) are made on the backend
+  // offset (c_off); the patches each row of T reaches (t_ptr, t_end, t_patch) are made on the backend
   void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
 
   // whether this solve's patches may list idle contact nodes (truncated modes)
@@ -188,6 +195,7 @@ class CondBodyModes : public CondComponent {
   BodyModeArrays arrays_;
   Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
   Array<Index> node_row_;  // per node its row of T, or -1 (BodyModeRowOp)
+  Array<Index> t_offset_;  // per node + 1: its row's first entry of T (MakeRowsOfT)
   Array<Scalar> partial_;  // 6 per chunk of listed nodes (BodyModeResidualChunkOp)
   Array<Scalar> solve_lanes_;  // BodyModeSolveOp::kLanes per coarse row (its warps' partial sums)
   Index chunks_ = 0;

@@ -22,7 +22,7 @@ class CondKernels
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
-                       BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
+                       BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeRowOffsetOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp, ContactNodeKeyOp, ContactKeyPtrOp,
                        ContactColorRoundOp, ContactColorKeyOp, ContactNodeFlagOp> {
@@ -104,6 +104,7 @@ class CondKernels
   void BodyModeRefreshFlag(const BodyModeRefreshFlagOp& op) { Run(1, op); }
   void BodyModeNodeMap(Index items, const BodyModeNodeMapOp& op) { Run(items, op); }
   void BodyModeCoupling(Index items, const BodyModeCouplingOp& op) { Run(items, op); }
+  void BodyModeRowOffset(Index items, const BodyModeRowOffsetOp& op) { Run(items, op); }
   void BodyModeIdle(Index contacts, const BodyModeIdleOp& op) { Run(contacts, op); }
   void BodyModeUnblock(Index contacts, const BodyModeUnblockOp& op) { Run(contacts, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
