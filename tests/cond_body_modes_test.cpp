@@ -249,7 +249,7 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
   p.max_iterations = 2;
   double scale = 0;
   for (Scalar x : v_ref) scale = std::max(scale, std::fabs(double(x)));
-  // the dense inverse on the backend, then the sparse factor on the host (body_mode_dense_patches 0)
+  // the dense inverse, then the sparse factor (body_mode_dense_patches 0), both on the backend
   for (const int dense : {128, 0}) {
     p.body_mode_dense_patches = dense;
     std::vector<Scalar> v;
@@ -265,9 +265,9 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
 
 TEST(CondBodyModes, SparseCoarseSolveMatchesTheDenseInverse) {
   // the same plate on floor contacts with 24 patches, the coarse matrix inverted densely on the
-  // backend (BodyModeInvertOp) or factorized sparse on the host (Eigen's simplicial Cholesky) and
-  // solved on the backend (BodyModeSparseSolveOp):
-  // both exact coarse solves of the same A_c, so the same iterations and iterates up to rounding
+  // backend (BodyModeInvertOp) or factorized sparse there (BodyModeSparseFactorOp,
+  // BodyModeSparseSolveOp): both exact coarse solves of the same A_c, so the same iterations and
+  // iterates up to rounding
   PlateSystem sys;
   ContactSet floor;
   for (Index i = 0; i < sys.mesh.num_nodes(); ++i)

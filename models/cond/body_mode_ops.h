@@ -18,7 +18,7 @@ namespace condsim {
 // nodes are not listed, so Z^T Jc^T = 0 and the contact step is untouched (the free-body level
 // lists them and acts only while their impulses are 0, BodyModeGateOp). Z^T A Z couples the
 // patches of one body (dense, (6 m_b)^2, inverted on the backend by BodyModeInvertOp; a body of
-// many patches: block-sparse, factorized on the host and solved on the backend,
+// many patches: block-sparse, factorized and solved on the backend,
 // BodyModeSparseSolveOp); bodies are independent.
 #define CONDSIM_BODY_MODE_FIELDS(X)                                                            \
   X(Index, ptr)        /* per patch: its listed nodes node[ptr[p] .. ptr[p+1]) */               \

@@ -191,7 +191,7 @@ struct BodyModeInvertOp {
   // one phase for the rows r0, r0 + stride, ... (lane l: r0 = l, stride = kLanes; the host: all
   // rows in one call); row r0 = 0's lane also does the phase's single writes
   CONDSIM_HD_INLINE void Rows(Index b, Index r0, Index stride, int phase) const {
-    if (m.c_off[b] < 0) return;  // a sparse body: factorized on the host (FactorCoarseBlocks)
+    if (m.c_off[b] < 0) return;  // a sparse body (BodyModeSparseFactorOp)
     const Index first = m.body_ptr[b], n = 6 * (m.body_ptr[b + 1] - first);
     if (phase >= Phases(n) || (refresh != nullptr && !refresh[b])) return;
     Scalar* a = ac_inv + m.c_off[b];

@@ -311,7 +311,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     std::vector<Index> key;
     for (Index p = p0; p < p1; ++p) key.push_back(used.ptr[p + 1] - used.ptr[p]);
     key.insert(key.end(), used.node.begin() + used.ptr[p0], used.node.begin() + used.ptr[p1]);
-    // a body of more patches than body_mode_dense_patches: its A_c sparse, factorized on the host
+    // a body of more patches than body_mode_dense_patches: its A_c sparse (BodyModeSparseFactorOp)
     // (in the key: a body switched between the two is made again)
     const Index source_patches = modes_.body_ptr.empty() ? 1 : modes_.body_ptr[src + 1] - modes_.body_ptr[src];
     const bool sparse = source_patches > Index(ctx_->params->body_mode_dense_patches);
