@@ -22,6 +22,7 @@
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -260,6 +261,21 @@ TEST(CondBodyModes, CorrectionIsExactOnTheCoarseSpaceAndKeepsTheContactRowsResid
     // stiffness (W r of a rounding-level r); the stale-row error is ~1e5 times the theta bound
     EXPECT_LT(test::MaxDiff(v, v_ref), 1e-8 * scale) << "m/s";
     EXPECT_LT(st.residual, 1e-7 * scale) << "m/s";
+  }
+}
+
+// a node listed in two patches is refused with a message naming it (the rows of T are placed per
+// node; a second row of one node would overlap another row's entries)
+TEST(CondBodyModes, ANodeListedTwiceIsRefused) {
+  PlateSystem sys;
+  BodyModes m = PatchModes(sys.mesh, 4);
+  m.node[m.ptr[1]] = m.node[0];
+  CondSolver solver(sys.backend.get(), CondParams());
+  try {
+    solver.SetBodyModes(m);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node " + std::to_string(m.node[0]) + " is listed twice"), std::string::npos) << e.what();
   }
 }
 

@@ -47,8 +47,17 @@ void CondBodyModes::Set(const BodyModes& modes) {
   CONDSIM_CHECK(modes.body_ptr.empty() || (modes.body_ptr.front() == 0 && modes.body_ptr.back() == modes.size() &&
                                            std::is_sorted(modes.body_ptr.begin(), modes.body_ptr.end())),
                 "SetBodyModes: body_ptr must run from 0 to the number of patches");
-  for (std::size_t k = 0; k < modes.node.size(); ++k)
+  // a node is listed once (the rows of T are placed per node: MakeRowsOfT)
+  Index node_end = 0;
+  for (std::size_t k = 0; k < modes.node.size(); ++k) {
     CONDSIM_CHECK(modes.node[k] >= 0, "SetBodyModes: negative node " << modes.node[k]);
+    node_end = std::max(node_end, modes.node[k] + 1);
+  }
+  std::vector<unsigned char> listed(static_cast<std::size_t>(node_end), 0);
+  for (const Index i : modes.node) {
+    CONDSIM_CHECK(!listed[std::size_t(i)], "SetBodyModes: node " << i << " is listed twice (a node belongs to at most one patch)");
+    listed[std::size_t(i)] = 1;
+  }
   for (Scalar x : modes.arm) CONDSIM_CHECK(std::isfinite(x), "SetBodyModes: arms must be finite");
   CONDSIM_CHECK(modes.body_arm.empty() || modes.body_arm.size() == modes.arm.size(), "SetBodyModes: body_arm must be empty or 3 per node");
   CONDSIM_CHECK(modes.device_body_arm == nullptr ||
