@@ -57,18 +57,12 @@ __global__ void __launch_bounds__(kThreadsPerBlock) LaneKernel(Index n, F f) {
   const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t item = t / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  if constexpr (HasItemPhases<F>::value) {
-    // (the same count for the warp's lanes: one item)
-    const int phases = item < n ? f.ItemPhases(static_cast<Index>(item)) : 0;
-    for (int phase = 0; phase < phases; ++phase) {
-      f.Lane(static_cast<Index>(item), lane, phase);
-      __syncwarp();
-    }
-  } else {
-    for (int phase = 0; phase < F::kPhases; ++phase) {
-      if (item < n) f.Lane(static_cast<Index>(item), lane, phase);
-      __syncwarp();
-    }
+  // (one item per warp, so one count for its lanes; a warp past the items runs item 0's phases
+  // idle: a compile-time F::kPhases stays one, LanePhases)
+  const int phases = LanePhases(f, static_cast<Index>(item < n ? item : 0));
+  for (int phase = 0; phase < phases; ++phase) {
+    if (item < n) f.Lane(static_cast<Index>(item), lane, phase);
+    __syncwarp();
   }
 }
 
@@ -89,18 +83,11 @@ __global__ void __launch_bounds__(kThreadsPerBlock) BlockLaneKernel(F f) {
   static_assert(F::kLanes % 32 == 0 && F::kLanes <= kThreadsPerBlock, "a block lane functor runs on whole warps of one block");
   const Index item = static_cast<Index>(blockIdx.x);
   const int lane = static_cast<int>(threadIdx.x);
-  // (a count known at compile time where the functor has one: the loop as the compiler sees it)
-  if constexpr (HasItemPhases<F>::value) {
-    const int phases = f.ItemPhases(item);  // the same for the block's threads: one item
-    for (int phase = 0; phase < phases; ++phase) {
-      f.Lane(item, lane, phase);
-      __syncthreads();
-    }
-  } else {
-    for (int phase = 0; phase < F::kPhases; ++phase) {
-      f.Lane(item, lane, phase);
-      __syncthreads();
-    }
+  // (one item per block, so one count for its threads)
+  const int phases = LanePhases(f, item);
+  for (int phase = 0; phase < phases; ++phase) {
+    f.Lane(item, lane, phase);
+    __syncthreads();
   }
 }
 

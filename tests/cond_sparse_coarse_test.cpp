@@ -156,7 +156,7 @@ HostValues SolveOnHost(const Problem& pr, Run run) {
   HostValues h{std::vector<Scalar>(6 * rows, nan), std::vector<Scalar>(36 * rows, nan), std::vector<Scalar>(36 * blocks, nan),
                std::vector<Scalar>(6 * rows, nan), std::vector<Scalar>(pr.g.size(), nan), std::vector<unsigned char>(pr.bodies.size(), 7)};
   for (Index b = 0; b < Index(pr.bodies.size()); ++b) run(BodyModeSparseFactorOp{view, h.view(), pr.bodies[std::size_t(b)].values.data(), b, 1e-10}, 0);
-  const BodyModeSparseSolveOp solve{view, h.scale.data(), h.diag.data(), h.val.data(), h.ok.data(), pr.g.data(), h.y.data(), h.dv.data()};
+  const BodyModeSparseSolveOp solve{view, h.view(), pr.g.data(), h.y.data(), h.dv.data()};
   for (Index b = 0; b < Index(pr.bodies.size()); ++b) run(solve, b);
   return h;
 }
@@ -179,7 +179,7 @@ std::vector<Scalar> SolveOnBackend(BackendChoice choice, int threads, const Prob
     kernels->BodyModeSparseFactor(1, BodyModeSparseFactorOp{f.view(), values, a.data(), k, 1e-10});
   }
   kernels->BodyModeSparseSolve(Index(pr.bodies.size()),
-                               BodyModeSparseSolveOp{f.view(), scale.data(), diag.data(), val.data(), ok.data(), g.data(), y.data(), dv.data()});
+                               BodyModeSparseSolveOp{f.view(), values, g.data(), y.data(), dv.data()});
   return dv.ToHost();
 }
 

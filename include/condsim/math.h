@@ -18,6 +18,10 @@ constexpr Scalar kEpsilon = 2.220446049250313e-16;
 constexpr Scalar kTinyScalar = 2.2250738585072014e-308;  // smallest normal double
 #endif
 
+// a number that is neither infinite nor NaN (no fast-math in this project; std::isfinite is not
+// usable in every device function)
+CONDSIM_HD_INLINE bool IsFinite(Scalar x) { return x - x == 0; }
+
 struct Vec3 {
   Scalar e[3];
 

@@ -185,8 +185,6 @@ struct BodyModeInvertOp {
   const unsigned char* refresh;  // per body: invert it (null: all); the others keep ac_inv
   Scalar shift;                  // 1e-10 (kPatchRegularization)
   CONDSIM_HD_INLINE static int Phases(Index n) { return int(2 * n + 6); }
-  // a number that is neither infinite nor NaN (no fast-math in this project)
-  CONDSIM_HD_INLINE static bool Finite(Scalar x) { return x - x == 0; }
   CONDSIM_HD_INLINE void Lane(Index b, int lane, int phase) const { Rows(b, lane, kLanes, phase); }
   // one phase for the rows r0, r0 + stride, ... (lane l: r0 = l, stride = kLanes; the host: all
   // rows in one call); row r0 = 0's lane also does the phase's single writes
@@ -216,7 +214,7 @@ struct BodyModeInvertOp {
       // D^-1/2 from the diagonal of sym(A_c)
       for (Index i = r0; i < n; i += stride) {
         const Scalar d = Scalar(0.5) * (w[i * ld + i] + w[i * ld + i]);
-        if (!(d > 0) || !Finite(d)) {
+        if (!(d > 0) || !IsFinite(d)) {
           ok[b] = 0;
           return;
         }
@@ -229,7 +227,7 @@ struct BodyModeInvertOp {
         for (Index j = i; j < n; ++j) {
           const Scalar v = Scalar(0.5) * (w[i * ld + j] + w[j * ld + i]);
           const Scalar sv = s[i] * v * s[j] + (i == j ? shift : Scalar(0));
-          if (!Finite(v) || !Finite(sv)) ok[b] = 0;
+          if (!IsFinite(v) || !IsFinite(sv)) ok[b] = 0;
           w[i * ld + j] = sv;
         }
     } else if (phase < 3 + 2 * n) {
@@ -274,7 +272,7 @@ struct BodyModeInvertOp {
         }
         for (Index j = i; j < n; ++j) {
           const Scalar v = s[i] * row[j] * s[j];
-          if (!Finite(v)) ok[b] = 0;
+          if (!IsFinite(v)) ok[b] = 0;
           row[j] = v;
           a[j * ld + i] = v;
         }

@@ -135,7 +135,7 @@ void AppendCoarseFactor(const SparseCoarseFactor& f, Index p0, BodyModeFactorHos
   host->body.insert(host->body.end(), {row0, row0 + m, fwd0, fwd0 + fwd, bwd0, bwd0 + bwd});
   for (Index k = 0; k < m; ++k) host->patch.push_back(p0 + f.order[std::size_t(k)]);
   const auto shifted = [](std::vector<Index>* out, const std::vector<Index>& in, std::size_t from, Index by) {
-    for (std::size_t k = from; k < in.size(); ++k) out->push_back(in[k] < 0 ? in[k] : in[k] + by);
+    for (std::size_t k = from; k < in.size(); ++k) out->push_back(in[k] + by);
   };
   shifted(&host->row_ptr, f.row_ptr, 1, blk0);
   shifted(&host->row_col, f.row_col, 0, row0);
@@ -149,10 +149,10 @@ void AppendCoarseFactor(const SparseCoarseFactor& f, Index p0, BodyModeFactorHos
   shifted(&host->bwd_row, f.bwd_row, 0, row0);
   shifted(&host->fac_ptr, f.fac_ptr, 1, static_cast<Index>(host->fac_ent.size()));
   shifted(&host->fac_ent, f.fac_ent, 0, ent0);
-  // (A_c's block indices stay the body's own: its blocks are their own array)
-  shifted(&host->a_blk, f.a_blk, 0, 0);
-  shifted(&host->a_blk_t, f.a_blk_t, 0, 0);
-  shifted(&host->a_diag, f.a_diag, 0, 0);
+  // (A_c's block indices stay the body's own, -1 included: its blocks are their own array)
+  host->a_blk.insert(host->a_blk.end(), f.a_blk.begin(), f.a_blk.end());
+  host->a_blk_t.insert(host->a_blk_t.end(), f.a_blk_t.begin(), f.a_blk_t.end());
+  host->a_diag.insert(host->a_diag.end(), f.a_diag.begin(), f.a_diag.end());
 }
 
 void CondBodyModes::FactorSparse(const BlockPattern& pattern, const BodyModeHost& used, const std::vector<unsigned char>& refresh_body) {
@@ -226,8 +226,7 @@ BodyModeFactorValues CondBodyModes::FactorValues() {
 
 void CondBodyModes::SolveSparse() {
   if (sparse_used_.empty()) return;
-  const BodyModeFactorValues v = FactorValues();
   ctx_->kernels->BodyModeSparseSolve(static_cast<Index>(sparse_used_.size()),
-                                     BodyModeSparseSolveOp{factor_.view(), v.scale, v.diag, v.val, v.ok, g_.data(), factor_y_.data(), dv_.data()});
+                                     BodyModeSparseSolveOp{factor_.view(), FactorValues(), g_.data(), factor_y_.data(), dv_.data()});
 }
 }  // namespace condsim

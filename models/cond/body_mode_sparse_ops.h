@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "condsim/core.h"
+#include "condsim/math.h"
 #include "condsim/record.h"
 
 namespace condsim {
@@ -44,9 +45,6 @@ struct BodyModeFactorValues {
   Scalar* val;         // 36 per block (row-major)
   unsigned char* ok;   // per sparse body: A_c's diagonal positive and L L^T made (0: no correction)
 };
-
-// a number that is neither infinite nor NaN (no fast-math in this project)
-CONDSIM_HD_INLINE bool FactorFinite(Scalar x) { return x - x == 0; }
 
 // one sparse body (`body`, its position in the record) factorized from A_c's blocks `a` (36 per
 // block of its block pattern, row-major), left-looking by the forward levels on kLanes lanes:
@@ -86,7 +84,7 @@ struct BodyModeSparseFactorOp {
       for (Index k = rec[0] + lane0; k < rec[1]; k += stride)
         for (int d = 0; d < 6; ++d) {
           const Scalar x = a[36 * std::int64_t(f.a_diag[k]) + 7 * d];
-          if (!(x > 0) || !FactorFinite(x)) {
+          if (!(x > 0) || !IsFinite(x)) {
             out.ok[body] = 0;
             out.scale[6 * std::int64_t(k) + d] = 0;
           } else {
@@ -129,7 +127,7 @@ struct BodyModeSparseFactorOp {
       Scalar p = l[6 * j + j];
       CONDSIM_UNROLL
       for (int t = 0; t < j; ++t) p -= l[6 * j + t] * l[6 * j + t];
-      if (!(p > 0) || !FactorFinite(p)) {
+      if (!(p > 0) || !IsFinite(p)) {
         good = false;
         p = 1;
       }
@@ -225,10 +223,7 @@ struct BodyModeSparseSolveOp {
   static constexpr int kLanes = 256;
   static constexpr bool kItemPhases = true;  // ItemPhases (condsim/lanes.h)
   BodyModeFactorView f;
-  const Scalar* scale;
-  const Scalar* diag;
-  const Scalar* val;
-  const unsigned char* ok;
+  BodyModeFactorValues v;  // read only
   const Scalar* g;  // 6 per patch of the solve
   Scalar* y;        // 6 per row
   Scalar* dv;       // 6 per patch of the solve
@@ -242,11 +237,11 @@ struct BodyModeSparseSolveOp {
     const Index* rec = f.body + 6 * std::int64_t(b);
     const Index forward = rec[3] - rec[2], backward = rec[5] - rec[4];
     if (phase == 0) {
-      if (!ok[b]) return;
+      if (!v.ok[b]) return;
       for (Index k = rec[0] + lane0; k < rec[1]; k += stride)
-        for (int d = 0; d < 6; ++d) y[6 * std::int64_t(k) + d] = scale[6 * std::int64_t(k) + d] * g[6 * std::int64_t(f.patch[k]) + d];
+        for (int d = 0; d < 6; ++d) y[6 * std::int64_t(k) + d] = v.scale[6 * std::int64_t(k) + d] * g[6 * std::int64_t(f.patch[k]) + d];
     } else if (phase <= forward + backward) {
-      if (!ok[b]) return;
+      if (!v.ok[b]) return;
       const bool back = phase > forward;
       const Index level = back ? rec[4] + phase - 1 - forward : rec[2] + phase - 1;
       const Index* ptr = back ? f.bwd_ptr : f.fwd_ptr;
@@ -255,7 +250,7 @@ struct BodyModeSparseSolveOp {
     } else {
       for (Index k = rec[0] + lane0; k < rec[1]; k += stride)
         for (int d = 0; d < 6; ++d)
-          dv[6 * std::int64_t(f.patch[k]) + d] = ok[b] ? -scale[6 * std::int64_t(k) + d] * y[6 * std::int64_t(k) + d] : Scalar(0);
+          dv[6 * std::int64_t(f.patch[k]) + d] = v.ok[b] ? -v.scale[6 * std::int64_t(k) + d] * y[6 * std::int64_t(k) + d] : Scalar(0);
     }
   }
   // row k of the forward solve (y_k = L_kk^-1 (y_k - sum_c L_kc y_c)) or of the backward one
@@ -266,7 +261,7 @@ struct BodyModeSparseSolveOp {
     for (int d = 0; d < 6; ++d) acc[d] = y[6 * std::int64_t(k) + d];
     const Index e0 = back ? f.col_ptr[k] : f.row_ptr[k], e1 = back ? f.col_ptr[k + 1] : f.row_ptr[k + 1];
     for (Index e = e0; e < e1; ++e) {
-      const Scalar* l = val + 36 * std::int64_t(back ? f.col_blk[e] : e);
+      const Scalar* l = v.val + 36 * std::int64_t(back ? f.col_blk[e] : e);
       const Scalar* yc = y + 6 * std::int64_t(back ? f.col_row[e] : f.row_col[e]);
       CONDSIM_UNROLL
       for (int i = 0; i < 6; ++i) {
@@ -278,7 +273,7 @@ struct BodyModeSparseSolveOp {
       }
     }
     // L_kk^-1 is lower triangular: its transpose upper
-    const Scalar* inv = diag + 36 * std::int64_t(k);
+    const Scalar* inv = v.diag + 36 * std::int64_t(k);
     CONDSIM_UNROLL
     for (int i = 0; i < 6; ++i) {
       Scalar s = 0;
