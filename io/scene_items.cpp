@@ -33,7 +33,7 @@ void ParseWorld(const Value& v, WorldParams* w) {
 }
 
 void ParseSolver(const Value& v, CondParams* c) {
-  v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax",
+  v.Object({"theta_threshold", "max_iterations", "projection", "step_size", "chebyshev", "chebyshev_start", "chebyshev_relax", "chebyshev_safeguard",
             "w_reuse_solves", "w_safeguard", "body_modes", "body_mode_patches", "body_mode_patch_nodes", "body_mode_dense_patches", "body_mode_refresh", "rigid_sweeps", "stop_rule",
             "momentum_factor", "free_body_modes", "truncated_modes", "chain_gauss_seidel", "check_every"});
   c->theta_threshold = v.Number("theta_threshold", c->theta_threshold, 0, kInf, true);
@@ -44,6 +44,8 @@ void ParseSolver(const Value& v, CondParams* c) {
   c->chebyshev = v.Bool("chebyshev", c->chebyshev);
   if (v.Has("chebyshev_start")) c->chebyshev_start = int(v.At("chebyshev_start").Integer(2, 1000000));
   c->chebyshev_relax = v.Number("chebyshev_relax", c->chebyshev_relax, 0, 1, true);
+  if (v.Has("chebyshev_safeguard"))
+    c->chebyshev_safeguard = Checked(v.At("chebyshev_safeguard"), [&] { return ParseChebyshevSafeguard(v.At("chebyshev_safeguard").String()); });
   if (v.Has("w_reuse_solves")) c->w_reuse_solves = int(v.At("w_reuse_solves").Integer(1, 1000000));
   c->w_safeguard = v.Number("w_safeguard", c->w_safeguard, 0, 2, false, true);
   c->body_modes = v.Bool("body_modes", c->body_modes);

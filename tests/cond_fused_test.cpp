@@ -1,7 +1,7 @@
 // The COND solver's Chebyshev acceleration (Alg. 3) and the CPU's fused vector passes
 // (CondParams::fused_passes, cond_ops.h) on the CPU backend:
 // - Chebyshev on a stiff mass-spring net on a plane: fewer iterations, same v (against the plain
-//   iteration);
+//   iteration); the safeguard's restart with the fixed and the rate bounds on a scripted residual;
 // - the fused passes against the separate kernels: bitwise the same iterates, alone and in a
 //   batch with a failing environment, and the shipped FEM scenes (body modes, contacts, a
 //   World's layout) bitwise the same motion.
@@ -16,6 +16,7 @@
 #include "io/scene.h"
 #include "fixtures/mass_spring.h"
 #include "cond_fixtures.h"
+#include "models/cond/chebyshev_state_ops.h"
 #include "models/cond/cond_solver.h"
 #include "test_util.h"
 
@@ -54,6 +55,39 @@ TEST(CondChebyshev, StiffNetOnAPlaneConvergesFasterToTheSameVelocity) {
   EXPECT_LT(test::RelativeError(b.v, a.v), 1e-6);
   EXPECT_LE(a.consistency, 1e-8);
   EXPECT_LE(b.consistency, 1e-8);
+}
+
+// the safeguard's restart on a scripted residual (CondChebyshevStepOp alone, l_s = 10): a plain
+// stretch falling by rho = 0.9999 per iteration, then an accelerated residual growing by 1.2 per
+// iteration from its smallest. Reference: the rule of ChebyshevBounds worked by hand. Fixed: the
+// first l with 1.2^k > 10 (k = 13) restarts; rate: 1.2^k > 2 / (1 - 0.9999) = 2e4 (k = 55, before
+// the window of 2 / sqrt(1e-4) = 200 iterations); and with no growth, at the window (20 and 200)
+TEST(CondChebyshev, RateSafeguardLetsTheTransientOfASlowIterationRun) {
+  auto first_restart = [](bool rate, double growth_per_iteration) {
+    CondChebyshevEnv env;
+    CondChebyshevResetOp{10, &env}(0);
+    Scalar nu = 1, check[3] = {0, 0, 0};
+    unsigned char active = 1;
+    const Index dofs[2] = {0, 3};
+    double theta = 1;
+    for (int l = 0; l < 1000; ++l) {
+      // iteration l ran: plain before l_s = 10, then the scripted growth
+      theta = l <= 10 ? std::pow(0.9999, l) : theta * growth_per_iteration;
+      const Scalar theta2 = Scalar(theta * theta);
+      CondChebyshevStepOp{nullptr, nullptr, 0, dofs, &theta2, &active, 1, l, true, 10, 5000, rate, &env, &nu, check}(0);
+      if (env.restarts > 0) return l;
+    }
+    return -1;
+  };
+  EXPECT_EQ(first_restart(false, 1.2), 10 + 13);
+  EXPECT_EQ(first_restart(true, 1.2), 10 + 55);
+  EXPECT_EQ(first_restart(false, 1.0), 10 + 20);
+  EXPECT_EQ(first_restart(true, 1.0), 10 + 200);
+  const ChebyshevBounds slow(true, 1.0, 10), fast(true, 0.5, 10);
+  EXPECT_EQ(slow.growth, 2e4);  // capped at 1 - rho = 1e-4
+  EXPECT_EQ(slow.window, 200);
+  EXPECT_EQ(fast.growth, 10);  // 2 / (1 - rho) = 4 < the fixed 10
+  EXPECT_EQ(fast.window, 20);
 }
 
 // ---- fused passes ----------------------------------------------------------------------------

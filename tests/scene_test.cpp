@@ -427,9 +427,11 @@ TEST(Scene, BadInputNamesFileAndPath) {
   ExpectParseError(R"({"solver": {"check_every": 0}})", "/solver/check_every: 0 is outside [1, 100000000]");
   ExpectParseError(R"({"solver": {"stop_rule": "never"}})", "/solver/stop_rule: unknown stop rule 'never' (valid: step, momentum)");
   ExpectParseError(R"({"solver": {"momentum_factor": 0.5}})", "/solver/momentum_factor: 0.5 is outside [1, inf]");
+  ExpectParseError(R"({"solver": {"chebyshev_safeguard": "adaptive"}})",
+                   "/solver/chebyshev_safeguard: unknown Chebyshev safeguard 'adaptive' (valid: fixed, rate)");
   {
     const Scene s = ParseScene(R"({"solver": {"stop_rule": "step", "momentum_factor": 10, "free_body_modes": false, "body_mode_refresh": 3,
-                                              "truncated_modes": true, "chain_gauss_seidel": false, "check_every": 4},
+                                              "truncated_modes": true, "chain_gauss_seidel": false, "check_every": 4, "chebyshev_safeguard": "rate"},
                                    "rigid_bodies": [{"shape": "sphere", "radius": 0.1, "mass": 1, "position": [0, 0, 1]}]})",
                                "t.json", "");
     EXPECT_EQ(s.world.cond.stop_rule, StopRule::kStep);
@@ -440,6 +442,8 @@ TEST(Scene, BadInputNamesFileAndPath) {
     EXPECT_FALSE(s.world.cond.chain_gauss_seidel);
     EXPECT_TRUE(CondParams().chain_gauss_seidel);
     EXPECT_EQ(s.world.cond.check_every, 4);
+    EXPECT_EQ(s.world.cond.chebyshev_safeguard, ChebyshevSafeguard::kRate);
+    EXPECT_EQ(CondParams().chebyshev_safeguard, ChebyshevSafeguard::kFixed);
   }
   ExpectParseError(R"({"solver": {"truncated_modes": 1}})", "/solver/truncated_modes:");
   ExpectParseError(R"({"solver": {"chain_gauss_seidel": "yes"}})", "/solver/chain_gauss_seidel:");

@@ -20,6 +20,14 @@ inline constexpr int kRefreshEvery = 32;
 inline constexpr int kRefreshGap = 4;
 inline constexpr Scalar kRefreshAlpha = 0.5;
 inline constexpr double kSlackFactor = 30;
+// whether iteration l re-chooses the listed nodes on schedule: l = 8, 40, 72, ... (every 32), or
+// with gaps doubling, l = 8, 40, 104, 232, ... (ChebyshevSafeguard::kRate: a refresh that changes
+// the set restarts the semi-iteration, whose transient that rule lets run longer than 32)
+inline bool PeriodicRefresh(int l, bool doubling) {
+  if (l < kFirstRefresh || (l - kFirstRefresh) % kRefreshEvery != 0) return false;
+  const int k = (l - kFirstRefresh) / kRefreshEvery + 1;
+  return !doubling || (k & (k - 1)) == 0;
+}
 
 // a sparse body's coarse factor: the patch order (AMD on A_c's block pattern) and L's block
 // structure with its level schedules (BodyModeFactorView's fields of one body, rows from 0), made

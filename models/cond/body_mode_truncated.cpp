@@ -38,11 +38,11 @@ bool CondBodyModes::truncating() const {
 
 bool CondBodyModes::Refresh(int l, const Array<Scalar>& v) {
   if (!truncating() || a_ == nullptr || l == 0) return false;
-  // per environment, as it would alone: at l = 8, 40, 72, ... (the first sweeps decide which
-  // contacts are idle), and early, at least 4 iterations after its last one, when one of its
-  // steps was cut short
+  // per environment, as it would alone: on schedule from l = 8 on (the first sweeps decide which
+  // contacts are idle; PeriodicRefresh), and early, at least 4 iterations after its last one,
+  // when one of its steps was cut short
   const Index ne = ctx_->num_envs;
-  const bool periodic = l >= kFirstRefresh && (l - kFirstRefresh) % kRefreshEvery == 0;
+  const bool periodic = PeriodicRefresh(l, ctx_->params->chebyshev_safeguard == ChebyshevSafeguard::kRate);
   std::vector<unsigned char> due(std::size_t(ne), 0);
   bool any = false;
   for (Index e = 0; e < ne; ++e) {

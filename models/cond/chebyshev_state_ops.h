@@ -24,8 +24,30 @@ struct CondChebyshevEnv {
   int restarts;       // restarts in this solve (CondStats::chebyshev_restarts)
   int failed;         // theta was not finite at an iteration of this solve (it stopped there)
   int unused;         // explicit padding, set: the state is copied whole (compute-sanitizer initcheck)
+  double rho_plain;   // rho of the last plain iteration before the running semi-iteration
 };
-static_assert(sizeof(CondChebyshevEnv) == 4 * sizeof(double) + 6 * sizeof(int), "CondChebyshevEnv has hidden padding");
+static_assert(sizeof(CondChebyshevEnv) == 5 * sizeof(double) + 6 * sizeof(int), "CondChebyshevEnv has hidden padding");
+
+// the safeguard's bounds for a semi-iteration started after a plain rate rho_plain: restart when
+// theta grows to `growth` times its smallest or finds no new smallest in `window` iterations.
+// Fixed: 10 and 2 l_s. Rate (CondParams::chebyshev_safeguard): for a linear iteration with spectrum
+// in [-rho, rho] the Chebyshev error polynomial stays below 1, so a step may grow to 2 |e_0| <=
+// 2 theta_0 / (1 - rho), and the error starts to fall after ~1 / sqrt(2 (1 - rho)) iterations
+// (T_k(1 / rho) = cosh(k acosh(1 / rho)), acosh(1 / rho) ~ sqrt(2 (1 - rho))): growth
+// max(10, 2 / g) and window max(2 l_s, 2 / sqrt(g)), g = max(1 - rho_plain, kMinRateGap)
+struct ChebyshevBounds {
+  static constexpr double kRestartGrowth = 10;
+  static constexpr double kMinRateGap = 1e-4;  // caps the rate bounds at 2e4 and 200 iterations
+  double growth;
+  double window;
+  CONDSIM_HD_INLINE ChebyshevBounds(bool rate, double rho_plain, int chebyshev_start)
+      : growth(kRestartGrowth), window(2.0 * chebyshev_start) {
+    if (!rate) return;
+    const double gap = 1 - rho_plain > kMinRateGap ? 1 - rho_plain : kMinRateGap;
+    if (2 / gap > growth) growth = 2 / gap;
+    if (2 / std::sqrt(gap) > window) window = 2 / std::sqrt(gap);
+  }
+};
 
 // per environment at the start of a solve: plain until l_s
 struct CondChebyshevResetOp {
@@ -43,6 +65,7 @@ struct CondChebyshevResetOp {
     s.restarts = 0;
     s.failed = 0;
     s.unused = 0;
+    s.rho_plain = 1;
   }
 };
 
@@ -81,16 +104,15 @@ CONDSIM_HD_INLINE Index FirstChunkAt(const Index* chunk_begin, Index chunks, Ind
 // per environment after iteration l's theta^2: its sum (the fused pass's chunk sums folded in
 // chunk order: the chunks starting in its DOF range, or given), then, when it is running and theta is finite, rho = min(theta /
 // theta_prev, 1) (eq. 39) and the safeguard (an accelerated residual that grew to
-// kRestartGrowth times the smallest of this semi-iteration, or found no new smallest in
-// 2 l_s iterations, restarts it after `plain` plain iterations, doubled at each restart); then
+// ChebyshevBounds::growth times the smallest of this semi-iteration, or found no new smallest in
+// ChebyshevBounds::window iterations, restarts it after `plain` plain iterations, doubled at each
+// restart); then
 // for every environment the nu of iteration l + 1 (Alg. 3 line 7, eq. 38) into nu_env. A running
 // environment whose theta is not finite stops here (env_active[e] = 0: the commit skips it, or
 // CondRestoreOp undoes the fused commit, so it keeps its last finite iterate between the host's
 // checks). The host's read: check[e] = theta^2, check[num_envs + e] = the restarts so far,
 // check[2 num_envs + e] = 1 when it failed in this solve (exact integers)
 struct CondChebyshevStepOp {
-  // a semi-iteration restarts when its residual grows to this multiple of its smallest
-  static constexpr double kRestartGrowth = 10;
   const Scalar* chunk_sum;    // the fused pass's chunk sums (null: theta2 given)
   const Index* chunk_begin;   // and the chunks' first DOFs (ascending)
   Index chunks;
@@ -102,6 +124,7 @@ struct CondChebyshevStepOp {
   bool chebyshev;             // CondParams::chebyshev
   int chebyshev_start;        // l_s
   int max_iterations;         // l_max (bounds the plain stretch)
+  bool rate_safeguard;        // ChebyshevSafeguard::kRate: the bounds from rho_plain (ChebyshevBounds)
   CondChebyshevEnv* env;
   Scalar* nu_env;             // the next iteration's nu per environment (Chebyshev only)
   Scalar* check;              // 3 num_envs: theta^2, the restarts, the failure flags
@@ -128,7 +151,8 @@ struct CondChebyshevStepOp {
           s.theta_min = theta;
           s.l_min = l;
         }
-        if (theta > kRestartGrowth * s.theta_min || l - s.l_min >= 2 * chebyshev_start) {
+        const ChebyshevBounds bound(rate_safeguard, s.rho_plain, chebyshev_start);
+        if (theta > bound.growth * s.theta_min || l - s.l_min >= bound.window) {
           s.plain = max_iterations < 2 * s.plain ? max_iterations : 2 * s.plain;
           s.cheb_start = l + 1 + s.plain;
           ++s.restarts;
@@ -146,6 +170,7 @@ struct CondChebyshevStepOp {
         s.nu = 1;
       } else {
         s.nu = next == s.cheb_start ? 2 / (2 - s.rho * s.rho) : 4 / (4 - s.rho * s.rho * s.nu);  // eq. 38
+        if (next == s.cheb_start) s.rho_plain = s.rho;
       }
       nu_env[e] = static_cast<Scalar>(s.nu);
     }

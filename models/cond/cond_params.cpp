@@ -43,6 +43,22 @@ StopRule ParseStopRule(const std::string& name) {
   throw Error("unknown stop rule '" + name + "' (valid: step, momentum)");
 }
 
+const char* ToString(ChebyshevSafeguard s) {
+  switch (s) {
+    case ChebyshevSafeguard::kFixed:
+      return "fixed";
+    case ChebyshevSafeguard::kRate:
+      return "rate";
+  }
+  return "?";
+}
+
+ChebyshevSafeguard ParseChebyshevSafeguard(const std::string& name) {
+  for (ChebyshevSafeguard s : {ChebyshevSafeguard::kFixed, ChebyshevSafeguard::kRate})
+    if (name == ToString(s)) return s;
+  throw Error("unknown Chebyshev safeguard '" + name + "' (valid: fixed, rate)");
+}
+
 Projection ParseProjection(const std::string& name) {
   if (name == "strict") return Projection::kStrict;
   if (name == "proximal") return Projection::kProximal;

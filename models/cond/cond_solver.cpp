@@ -351,7 +351,8 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   kernels_->ChebyshevStep(ne, CondChebyshevStepOp{fused_ ? chunk_sum_.data() : nullptr, chunk_begin_.data(), Index(chunk_begin_host_.size()),
                                                   ctx_.dof_offsets.array().data(), fused_ ? nullptr : env_theta2_.data(),
                                                   ctx_.env_active.data(), ne, l, params_.chebyshev, params_.chebyshev_start,
-                                                  params_.max_iterations, env_chebyshev_.data(), env_nu_.data(), env_check_.data()});
+                                                  params_.max_iterations, params_.chebyshev_safeguard == ChebyshevSafeguard::kRate, env_chebyshev_.data(),
+                                                  env_nu_.data(), env_check_.data()});
   // between the host's checks the running environments iterate on (the commit skips the ones
   // the state machine stopped); at a check: theta^2, the restarts and the failure flags in one
   // download

@@ -48,6 +48,16 @@ enum class StopRule {
 };
 const char* ToString(StopRule s);
 StopRule ParseStopRule(const std::string& name);
+
+// when the Chebyshev semi-iteration restarts (docs/solver.md "Chebyshev safeguard";
+// chebyshev_state_ops.h ChebyshevBounds)
+enum class ChebyshevSafeguard {
+  kFixed,  // its residual grew to 10x its smallest, or no new smallest in 2 l_s iterations
+  kRate,   // bounds scaled by the plain rate before it (up to 2 / (1 - rho) and 2 / sqrt(1 - rho)):
+           // lets a slowly converging iteration (a refined body) finish its transient
+};
+const char* ToString(ChebyshevSafeguard s);
+ChebyshevSafeguard ParseChebyshevSafeguard(const std::string& name);
 Projection ParseProjection(const std::string& name);
 
 struct CondParams {
@@ -67,6 +77,7 @@ struct CondParams {
   bool chebyshev = true;           // Alg. 3
   int chebyshev_start = 10;        // l_s: plain iterations before acceleration starts (>= 2)
   double chebyshev_relax = 0.9;    // u in (0, 1]: under-relaxation of the accelerated update
+  ChebyshevSafeguard chebyshev_safeguard = ChebyshevSafeguard::kFixed;
   double omega = 0;                // invertible contact: Gamma + omega I (Sec. III-E1), >= 0
   bool record_history = false;     // keep the residual of every check (iteration) in CondStats
   bool fused_passes = true;        // the fused vector passes (the CPU's chunked ones; CUDA's and
@@ -88,7 +99,7 @@ struct CondParams {
                                    // grows with the mesh)
   int body_mode_dense_patches = 128;  // bodies of at most this many patches: the coarse matrix
                                       // inverted densely on the backend; more: factorized sparse
-                                      // on the host (docs/solver.md "Sparse coarse solve")
+                                      // on the backend (docs/solver.md "Sparse coarse solve")
   int body_mode_refresh = 1;       // body modes: invert the coarse matrices Z^T A Z every k solves
                                    // (>= 1) and when the patches change; in between the older
                                    // inverse (same fixed point, docs/solver.md "Patches")
