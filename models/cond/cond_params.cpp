@@ -1,11 +1,24 @@
 // The COND solver's parameters (cond_solver.h CondParams): their names and their validation.
 #include <cmath>
+#include <cstddef>
 #include <string>
 
 #include "condsim/error.h"
 #include "models/cond/cond_solver.h"
 
 namespace condsim {
+namespace {
+// the value among `all` whose ToString is `name`, or an Error that lists their names
+template <class E, std::size_t N>
+E ParseNamed(const std::string& name, const E (&all)[N], const char* what) {
+  std::string valid;
+  for (E e : all) {
+    if (name == ToString(e)) return e;
+    valid += (valid.empty() ? "" : ", ") + std::string(ToString(e));
+  }
+  throw Error("unknown " + std::string(what) + " '" + name + "' (valid: " + valid + ")");
+}
+}  // namespace
 
 const char* ToString(StepSize s) {
   switch (s) {
@@ -22,9 +35,8 @@ const char* ToString(StepSize s) {
 }
 
 StepSize ParseStepSize(const std::string& name) {
-  for (StepSize s : {StepSize::kFrobenius, StepSize::kBB1, StepSize::kBB2, StepSize::kBBAlternate})
-    if (name == ToString(s)) return s;
-  throw Error("unknown step size '" + name + "' (valid: frobenius, bb1, bb2, bb-alternate)");
+  const StepSize all[] = {StepSize::kFrobenius, StepSize::kBB1, StepSize::kBB2, StepSize::kBBAlternate};
+  return ParseNamed(name, all, "step size");
 }
 
 const char* ToString(StopRule s) {
@@ -38,9 +50,8 @@ const char* ToString(StopRule s) {
 }
 
 StopRule ParseStopRule(const std::string& name) {
-  for (StopRule s : {StopRule::kStep, StopRule::kMomentum})
-    if (name == ToString(s)) return s;
-  throw Error("unknown stop rule '" + name + "' (valid: step, momentum)");
+  const StopRule all[] = {StopRule::kStep, StopRule::kMomentum};
+  return ParseNamed(name, all, "stop rule");
 }
 
 const char* ToString(ChebyshevSafeguard s) {
@@ -54,9 +65,8 @@ const char* ToString(ChebyshevSafeguard s) {
 }
 
 ChebyshevSafeguard ParseChebyshevSafeguard(const std::string& name) {
-  for (ChebyshevSafeguard s : {ChebyshevSafeguard::kFixed, ChebyshevSafeguard::kRate})
-    if (name == ToString(s)) return s;
-  throw Error("unknown Chebyshev safeguard '" + name + "' (valid: fixed, rate)");
+  const ChebyshevSafeguard all[] = {ChebyshevSafeguard::kFixed, ChebyshevSafeguard::kRate};
+  return ParseNamed(name, all, "Chebyshev safeguard");
 }
 
 Projection ParseProjection(const std::string& name) {
