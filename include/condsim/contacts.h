@@ -36,8 +36,9 @@ struct ContactSet {
   Mat3 Frame(Index m) const;
   // throws condsim::Error naming the contact and field: node range, i != j, both nodes in the
   // contact's environment (node_env gives each node's environment), frame a rotation (to 1e-9),
-  // finite phi, 0 <= mu finite, and mu1 == mu2 when `isotropic_only`
-  void Validate(const std::vector<Index>& node_env, bool isotropic_only) const;
+  // finite phi, 0 <= mu finite, and mu1 == mu2 when `isotropic_only`; frame and phi not where
+  // backend_only[m] is 1 (made on the backend, ContactRecordWriter::Deferred)
+  void Validate(const std::vector<Index>& node_env, bool isotropic_only, const std::vector<unsigned char>* backend_only = nullptr) const;
 };
 
 // writes a contact set's backend record in place of the solver's upload (CondSolver::SetContacts):
@@ -47,6 +48,10 @@ class ContactRecordWriter {
  public:
   virtual ~ContactRecordWriter() = default;
   virtual void Write(const ContactSet& contacts, const ContactOutView& out) = 0;
+  // whether contact m's frame and phi are only on the backend (the set holds NaN there), and
+  // bringing them to the set
+  virtual bool Deferred(Index /*m*/) const { return false; }
+  virtual void Complete() {}
 };
 
 // the frame of a contact with normal n: rows (n, t1, t2), a rotation (t1 along the world axis

@@ -9,6 +9,7 @@ namespace condsim {
 
 class DetectKernels
     : public KernelSet<TriangleBoxOp, CellCountOp, CellFillOp, PointQueryOp, SlotCompactOp, GatherVerticesOp, SpeedOp,
-                       NodeShapeFlagOp, NodeShapeCompactOp, ContactPlanFillOp, LinkSpeedOp, LinkBoxOp, LinkPairOp, LinkGatherOp> {};
+                       NodeShapeFlagOp, NodeShapeCompactOp, StaticReachCountOp, ContactRunOp, ContactRowScatterOp,
+                       ContactPlanFillOp, LinkSpeedOp, LinkBoxOp, LinkPairOp, LinkGatherOp> {};
 
 }  // namespace condsim

@@ -4,7 +4,9 @@
 // owner, in a canonical order). One source for the CPU and the GPU (CONDSIM_HD functors).
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
+#include <vector>
 
 #include "condsim/core.h"
 #include "condsim/math.h"
@@ -346,7 +348,9 @@ struct NodeShape {
 // list[env_ptr[e + 1] - 1]]) is within reach, gap = distance - r <= |v_p - v_q| t + margin
 // (contact_rule.h InReach, the same arithmetic as the host's DetectStage::NodeContacts, which
 // makes the contacts of the flagged points), and reach[q] bit k = 1 when the environment's
-// k-th shape is (k < kReachBits; the host takes these decisions and needs no velocity)
+// k-th shape is (k < kReachBits; the host takes these decisions and needs no velocity);
+// pen[q]: the deepest penetration of its S-contacts with static shapes in reach, -phi t with
+// phi = gap / t (the step's statistic, World::Step), or -DBL_MAX when there is none
 struct NodeShapeFlagOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   static constexpr Index kReachBits = 64;
@@ -357,12 +361,14 @@ struct NodeShapeFlagOp {
   Scalar dt, margin;
   Index* flag;
   std::uint64_t* reach;
+  Scalar* pen;
   CONDSIM_HD_INLINE void operator()(Index q) const {
     const Vec3 p = LoadVec3(s.x, q), vp = LoadVec3(s.v, q);
     const Scalar r = s.radius[q];
     const Index env = s.owner_env[s.vertex_owner[q]];
     Index hit = 0;
     std::uint64_t bits = 0;
+    Scalar deepest = -DBL_MAX;
     for (Index j = env_ptr[env]; j < env_ptr[env + 1]; ++j) {
       const NodeShape& sh = shapes[list[j]];
       const Proximity prox = AnalyticProximity(sh.shape, p);
@@ -372,14 +378,17 @@ struct NodeShapeFlagOp {
       hit = 1;
       const Index k = j - env_ptr[env];
       if (k < kReachBits) bits |= std::uint64_t(1) << k;
+      const Scalar depth = -(gap / dt) * dt;
+      if (!sh.moving && depth > deepest) deepest = depth;
     }
     flag[q] = hit;
     reach[q] = bits;
+    pen[q] = deepest;
   }
 };
 
-// per flagged query point: its index, position, velocity and shapes in reach to the compact list
-// from offset[q]
+// per flagged query point: its index, position, velocity, shapes in reach and deepest penetration
+// to the compact list from offset[q]
 struct NodeShapeCompactOp {
   const Scalar* x;
   const Scalar* v;
@@ -390,6 +399,8 @@ struct NodeShapeCompactOp {
   Scalar* out_x;
   Scalar* out_v;
   std::uint64_t* out_reach;
+  const Scalar* pen;
+  Scalar* out_pen;
   CONDSIM_HD_INLINE void operator()(Index q) const {
     if (flag[q] == 0) return;
     const Index k = offset[q];
@@ -397,33 +408,122 @@ struct NodeShapeCompactOp {
     StoreVec3(out_x, k, LoadVec3(x, q));
     StoreVec3(out_v, k, LoadVec3(v, q));
     out_reach[k] = reach[q];
+    out_pen[k] = pen[q];
   }
 };
 
-// the host's plan of a step's contact record (DetectStage): per contact its nodes and environment
-// as the host made them, and where the rest comes from: source = c >= 0, an S-contact of flagged
-// point c (ShapeCandidates' list) against analytic shape `slot`, remade on the backend; source =
-// -1, the host's 12 numbers (frame row-major, phi, mu1, mu2) at data[12 slot]
+// a step's contact record on the backend is made in two passes: the rows (per contact its nodes,
+// environment and source), then the fields (ContactPlanFillOp). A row's source = c >= 0: an
+// S-contact of flagged point c (ShapeCandidates' list) against analytic shape `slot`, remade on
+// the backend; source = -1: the host's 12 numbers (frame row-major, phi, mu1, mu2) at
+// data[12 slot] of the plan
+#define CONDSIM_CONTACT_ROW_FIELDS(X) \
+  X(Index, node_i)                    \
+  X(Index, node_j)                    \
+  X(Index, env)                       \
+  X(Index, source)                    \
+  X(Index, slot)
+
+CONDSIM_RECORD_VIEW(ContactRowView, CONDSIM_CONTACT_ROW_FIELDS)
+CONDSIM_RECORD_OUT_VIEW(ContactRowOutView, CONDSIM_CONTACT_ROW_FIELDS)
+
+// the host's plan of the rows (DetectStage): explicit rows, each with its contact's index, and
+// runs of rows the backend makes from the flagged points alone (ContactRunOp); data as above
 #define CONDSIM_CONTACT_PLAN_FIELDS(X) \
-  X(Index, node_i)                     \
-  X(Index, node_j)                     \
-  X(Index, env)                        \
-  X(Index, source)                     \
-  X(Index, slot)                       \
+  X(Index, index)                      \
+  CONDSIM_CONTACT_ROW_FIELDS(X)        \
   X(Scalar, data)
 
 CONDSIM_RECORD_VIEW(ContactPlanView, CONDSIM_CONTACT_PLAN_FIELDS)
 
-struct ContactPlan {
-  CONDSIM_CONTACT_PLAN_FIELDS(CONDSIM_RECORD_HOST_MEMBER)
+// the contacts [first, first + count) are the S-contacts of flagged points [point, point_end)
+// against the static shapes in reach, point by point, each point's in the order of its
+// environment's shapes (DetectStage::NodeContacts); count: the points' static reach bits
+struct ContactRun {
+  Index first, count, point, point_end;
 };
 
-// per contact m its record (ContactView) from the plan; an S-contact of a flagged point p (query
+struct ContactPlan {
+  CONDSIM_CONTACT_PLAN_FIELDS(CONDSIM_RECORD_HOST_MEMBER)
+  std::vector<ContactRun> runs;
+  Index contacts = 0;  // rows in all
+};
+
+// bit k of a flagged point's reach bits names its environment's k-th shape: shapes[list[env_ptr[e] + k]]
+struct ReachShapes {
+  const NodeShape* shapes;
+  const Index* env_ptr;
+  const Index* list;
+  const Index* vertex_owner;
+  const Index* owner_env;
+  // whether bit k of a point of environment e is a static shape (one the backend remakes against)
+  CONDSIM_HD_INLINE bool Static(Index e, Index k) const {
+    return env_ptr[e] + k < env_ptr[e + 1] && shapes[list[env_ptr[e] + k]].moving == 0;
+  }
+};
+
+// per flagged point c: how many S-contacts with static shapes its reach bits make
+struct StaticReachCountOp {
+  ReachShapes rs;
+  const Index* query;
+  const std::uint64_t* reach;
+  Index* count;
+  CONDSIM_HD_INLINE void operator()(Index c) const {
+    const Index e = rs.owner_env[rs.vertex_owner[query[c]]];
+    Index n = 0;
+    for (Index k = 0; k < 64; ++k)
+      if (((reach[c] >> k) & 1) != 0 && rs.Static(e, k)) ++n;
+    count[c] = n;
+  }
+};
+
+// the rows of a run (ContactRun): flagged point c = point + k writes its S-contacts from row
+// first + offset[c] - offset[point], node_i = its query point's node (query_node), node_j = -1, its
+// environment, source c, slot = the shape
+struct ContactRunOp {
+  ReachShapes rs;
+  const Index* query;
+  const std::uint64_t* reach;
+  const Index* offset;      // per flagged point: the exclusive scan of StaticReachCountOp
+  const Index* query_node;  // per query point its node in the solver's numbering
+  ContactRun run;
+  ContactRowOutView rows;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index c = run.point + k, q = query[c], e = rs.owner_env[rs.vertex_owner[q]];
+    Index m = run.first + offset[c] - offset[run.point];
+    for (Index b = 0; b < 64; ++b) {
+      if (((reach[c] >> b) & 1) == 0 || !rs.Static(e, b)) continue;
+      rows.node_i[m] = query_node[q];
+      rows.node_j[m] = -1;
+      rows.env[m] = e;
+      rows.source[m] = c;
+      rows.slot[m] = rs.list[rs.env_ptr[e] + b];
+      ++m;
+    }
+  }
+};
+
+// the plan's explicit rows to their contacts
+struct ContactRowScatterOp {
+  ContactPlanView plan;
+  ContactRowOutView rows;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index m = plan.index[k];
+    rows.node_i[m] = plan.node_i[k];
+    rows.node_j[m] = plan.node_j[k];
+    rows.env[m] = plan.env[k];
+    rows.source[m] = plan.source[k];
+    rows.slot[m] = plan.slot[k];
+  }
+};
+
+// per contact m its record (ContactView) from its row; an S-contact of a flagged point p (query
 // radius r) against a shape with the host's arithmetic (DetectStage::NodeContacts and
 // ContactWriter::Add): gap = distance - r, the shape's frame with its tangents rotated by the
 // angle whose cosine and sine are (c, s) when angle != 0, phi = gap / t (eq. 13), the shape's mu
 struct ContactPlanFillOp {
-  ContactPlanView plan;
+  ContactRowView row;
+  const Scalar* data;    // the plan's
   const NodeShape* shapes;
   const Index* query;    // per flagged point its query point
   const Scalar* x;       // per flagged point its position, 3 each
@@ -431,13 +531,13 @@ struct ContactPlanFillOp {
   Scalar dt, angle, cos_a, sin_a;
   ContactOutView out;
   CONDSIM_HD_INLINE void operator()(Index m) const {
-    out.node_i[m] = plan.node_i[m];
-    out.node_j[m] = plan.node_j[m];
-    out.env[m] = plan.env[m];
-    const Index c = plan.source[m], k = plan.slot[m];
+    out.node_i[m] = row.node_i[m];
+    out.node_j[m] = row.node_j[m];
+    out.env[m] = row.env[m];
+    const Index c = row.source[m], k = row.slot[m];
     Scalar* f = out.frame + 9 * m;
     if (c < 0) {
-      const Scalar* d = plan.data + 12 * k;
+      const Scalar* d = data + 12 * k;
       for (int e = 0; e < 9; ++e) f[e] = d[e];
       out.phi[m] = d[9];
       out.mu1[m] = d[10];

@@ -185,6 +185,10 @@ void Detector::SetShapes(const std::vector<NodeShape>& shapes, const std::vector
   node_v_ = Array<Scalar>(backend_, 3 * nq);
   node_reach_ = Array<std::uint64_t>(backend_, nq);
   node_out_reach_ = Array<std::uint64_t>(backend_, nq);
+  node_pen_ = Array<Scalar>(backend_, nq);
+  node_out_pen_ = Array<Scalar>(backend_, nq);
+  point_count_ = Array<Index>(backend_, nq);
+  point_offset_ = Array<Index>(backend_, nq);
   reach_bits_ = true;
   for (std::size_t e = 0; e + 1 < env_ptr.size(); ++e) reach_bits_ = reach_bits_ && env_ptr[e + 1] - env_ptr[e] <= NodeShapeFlagOp::kReachBits;
 }
@@ -195,7 +199,7 @@ void Detector::UpdateShapes(Index first, const std::vector<NodeShape>& shapes) {
   backend_->CopyFromHost(shapes_.data() + first, shapes.data(), sizeof(NodeShape) * shapes.size());
 }
 
-const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margin) {
+const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margin, bool positions) {
   CONDSIM_CHECK(std::isfinite(dt) && dt > 0 && std::isfinite(margin) && margin >= 0, "detection: dt > 0 and margin >= 0");
   CONDSIM_CHECK(n >= 0 && n <= shape_queries_, "detection: " << n << " shape queries, the detector has " << shape_queries_
                                                               << " whose vertex is their index (SetShapes first)");
@@ -203,6 +207,7 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
   candidates_.x.clear();
   candidates_.reach.clear();
   candidates_.v.clear();
+  candidates_.pen.clear();
   if (n == 0 || shape_list_.size() == 0) return candidates_;
   DetectView view;
   static_cast<DetectSceneView&>(view) = arrays_.view();
@@ -210,15 +215,14 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
   view.v = v_.data();
   // flag, scan, compact: only the flagged points come to the host
   kernels_->Run(n, NodeShapeFlagOp{view, shapes_.data(), shape_env_ptr_.data(), shape_list_.data(), dt, margin, node_flag_.data(),
-                                   node_reach_.data()});
+                                   node_reach_.data(), node_pen_.data()});
   const Index total = backend_->ExclusiveScan(n, node_flag_, &node_offset_);
   if (total == 0) return candidates_;
   kernels_->Run(n, NodeShapeCompactOp{x_.data(), v_.data(), node_flag_.data(), node_offset_.data(), node_reach_.data(), node_query_.data(),
-                                      node_x_.data(), node_v_.data(), node_out_reach_.data()});
+                                      node_x_.data(), node_v_.data(), node_out_reach_.data(), node_pen_.data(), node_out_pen_.data()});
   candidates_.query.resize(std::size_t(total));
-  candidates_.x.resize(3 * std::size_t(total));
   backend_->CopyToHost(candidates_.query.data(), node_query_.data(), sizeof(Index) * std::size_t(total));
-  backend_->CopyToHost(candidates_.x.data(), node_x_.data(), sizeof(Scalar) * 3 * std::size_t(total));
+  if (positions || !reach_bits_) CandidatePositions();
   // the backend's reach decisions, or the velocities to take them on the host
   if (reach_bits_) {
     candidates_.reach.resize(std::size_t(total));
@@ -230,33 +234,86 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
   return candidates_;
 }
 
+const NodeCandidates& Detector::CandidatePositions() {
+  const std::size_t total = candidates_.query.size();
+  if (candidates_.x.size() == 3 * total) return candidates_;
+  candidates_.x.resize(3 * total);
+  backend_->CopyToHost(candidates_.x.data(), node_x_.data(), sizeof(Scalar) * 3 * total);
+  return candidates_;
+}
+
+const NodeCandidates& Detector::CandidatePenetrations() {
+  const std::size_t total = candidates_.query.size();
+  if (candidates_.pen.size() == total) return candidates_;
+  candidates_.pen.resize(total);
+  backend_->CopyToHost(candidates_.pen.data(), node_out_pen_.data(), sizeof(Scalar) * total);
+  return candidates_;
+}
+
+void Detector::SetQueryNodes(const std::vector<Index>& nodes) {
+  CONDSIM_CHECK(nodes.size() <= std::size_t(shape_queries_), "detection: " << nodes.size() << " query nodes for " << shape_queries_
+                                                                            << " shape queries");
+  if (nodes == query_node_host_) return;
+  query_node_host_ = nodes;
+  query_node_ = Array<Index>(backend_, nodes);
+}
+
 void Detector::WriteContacts(const ContactPlan& plan, Scalar dt, Scalar angle, const ContactOutView& out) {
-  const Index n = static_cast<Index>(plan.source.size());
-  CONDSIM_CHECK(plan.node_i.size() == plan.source.size() && plan.slot.size() == plan.source.size(),
-                "detection: a contact plan needs node_i, source and slot per contact");
-  for (std::size_t m = 0; m < plan.source.size(); ++m) {
-    const Index c = plan.source[m], k = plan.slot[m];
-    CONDSIM_CHECK(c < 0 ? k >= 0 && 12 * std::size_t(k) + 12 <= plan.data.size()
-                        : c < candidates_.size() && k >= 0 && k < shapes_.size(),
-                  "detection: contact " << m << " of the plan refers to point " << c << ", slot " << k << " beyond the lists");
+  const Index n = plan.contacts, rows = static_cast<Index>(plan.index.size());
+  CONDSIM_CHECK(plan.node_i.size() == plan.index.size() && plan.node_j.size() == plan.index.size() &&
+                    plan.env.size() == plan.index.size() && plan.source.size() == plan.index.size() &&
+                    plan.slot.size() == plan.index.size(),
+                "detection: a contact plan needs index, node_i, node_j, env, source and slot per explicit row");
+  // the explicit rows and the runs cover every contact once
+  std::vector<unsigned char> covered(std::size_t(n), 0);
+  auto cover = [&](Index m) {
+    CONDSIM_CHECK(m >= 0 && m < n && covered[std::size_t(m)] == 0, "detection: contact " << m << " of a plan of " << n
+                                                                                           << " is outside it or made twice");
+    covered[std::size_t(m)] = 1;
+  };
+  for (Index k = 0; k < rows; ++k) {
+    cover(plan.index[std::size_t(k)]);
+    const Index c = plan.source[std::size_t(k)], s = plan.slot[std::size_t(k)];
+    CONDSIM_CHECK(c < 0 ? s >= 0 && 12 * std::size_t(s) + 12 <= plan.data.size() : c < candidates_.size() && s >= 0 && s < shapes_.size(),
+                  "detection: row " << k << " of the plan refers to point " << c << ", slot " << s << " beyond the lists");
   }
+  for (const ContactRun& r : plan.runs) {
+    CONDSIM_CHECK(reach_bits_ && r.point >= 0 && r.point <= r.point_end && r.point_end <= candidates_.size() && r.count >= 0,
+                  "detection: a run of the plan refers to points " << r.point << ".." << r.point_end << " of " << candidates_.size());
+    for (Index m = r.first; m < r.first + r.count; ++m) cover(m);
+  }
+  CONDSIM_CHECK(std::count(covered.begin(), covered.end(), 1) == n, "detection: the plan leaves contacts without a row");
   plan_.Upload(backend_, plan);
   if (n == 0) return;
-  kernels_->Run(n, ContactPlanFillOp{plan_.view(), shapes_.data(), node_query_.data(), node_x_.data(), arrays_.radius.data(), dt, angle,
-                                     std::cos(angle), std::sin(angle), out});
+#define CONDSIM_ROW_RESIZE(T, name) rows_.name.Resize(backend_, n);
+  CONDSIM_CONTACT_ROW_FIELDS(CONDSIM_ROW_RESIZE)
+#undef CONDSIM_ROW_RESIZE
+  const ContactRowOutView row_out = rows_.out_view<ContactRowOutView>();
+  if (rows > 0) kernels_->Run(rows, ContactRowScatterOp{plan_.view(), row_out});
+  if (!plan.runs.empty()) {
+    // per flagged point its rows' offset: the static shapes in reach, scanned
+    CONDSIM_CHECK(query_node_.size() > 0, "detection: a plan with runs needs the query points' nodes (SetQueryNodes)");
+    const ReachShapes rs{shapes_.data(), shape_env_ptr_.data(), shape_list_.data(), arrays_.view().vertex_owner, arrays_.view().owner_env};
+    const Index points = candidates_.size();
+    kernels_->Run(points, StaticReachCountOp{rs, node_query_.data(), node_out_reach_.data(), point_count_.data()});
+    backend_->ExclusiveScan(points, point_count_, &point_offset_);
+    for (const ContactRun& r : plan.runs)
+      if (r.point_end > r.point)
+        kernels_->Run(r.point_end - r.point, ContactRunOp{rs, node_query_.data(), node_out_reach_.data(), point_offset_.data(),
+                                                          query_node_.data(), r, row_out});
+  }
+  kernels_->Run(n, ContactPlanFillOp{rows_.view(), plan_.data.data(), shapes_.data(), node_query_.data(), node_x_.data(),
+                                     arrays_.radius.data(), dt, angle, std::cos(angle), std::sin(angle), out});
 }
 
 void Detector::ReservePlan(Index contacts) {
-  // the largest plan: every contact made on the host (12 numbers each)
+  // the largest plan: every contact an explicit row made on the host (12 numbers each)
   ContactPlan bound;
   const std::size_t c = std::size_t(contacts);
-  bound.node_i.resize(c);
-  bound.node_j.resize(c);
-  bound.env.resize(c);
-  bound.source.resize(c);
-  bound.slot.resize(c);
+  for (std::vector<Index>* f : {&bound.index, &bound.node_i, &bound.node_j, &bound.env, &bound.source, &bound.slot}) f->resize(c);
   bound.data.resize(12 * c);
   plan_.ReserveLike(backend_, bound);
+  rows_.Reserve(backend_, contacts);
 }
 
 }  // namespace condsim

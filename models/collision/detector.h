@@ -22,6 +22,7 @@ namespace condsim {
 class DetectKernels;
 CONDSIM_RECORD_ARRAYS(DetectSceneArrays, DetectSceneView, CONDSIM_DETECT_SCENE_FIELDS)
 CONDSIM_RECORD_ARRAYS(ContactPlanArrays, ContactPlanView, CONDSIM_CONTACT_PLAN_FIELDS)
+CONDSIM_RECORD_ARRAYS(ContactRowArrays, ContactRowView, CONDSIM_CONTACT_ROW_FIELDS)
 
 // the scene's topology (fixed for the detector's life)
 struct DetectScene {
@@ -42,14 +43,15 @@ struct DetectResult {
   Index size() const { return static_cast<Index>(query.size()); }
 };
 
-// the query points within reach of an analytic shape (Detector::NodeCandidates), on the host
+// the query points within reach of an analytic shape (Detector::ShapeCandidates), on the host
 struct NodeCandidates {
   std::vector<Index> query;   // ascending
-  std::vector<Scalar> x;      // 3 per point: its position [m]
+  std::vector<Scalar> x;      // 3 per point: its position [m] (empty until read)
   // per point bit k: its environment's k-th shape is in reach (NodeShapeFlagOp); when some
   // environment has more shapes than the bits, empty, and v (3 per point [m/s]) comes instead
   std::vector<std::uint64_t> reach;
   std::vector<Scalar> v;
+  std::vector<Scalar> pen;  // per point: its deepest S-contact penetration [m] (empty until read)
   Index size() const { return static_cast<Index>(query.size()); }
 };
 
@@ -77,16 +79,26 @@ class Detector {
   // the query points q < n (whose query point is vertex q) within reach of an analytic shape of
   // their environment (NodeShapeFlagOp); only these points are downloaded: index, position and
   // the shapes in reach (36 B each), or the velocity in place of the last (52 B) when an
-  // environment has more than 64 shapes
-  const NodeCandidates& ShapeCandidates(Index n, Scalar dt, Scalar margin);
-  // a step's contact record on the backend (`out`, every field sized) from the host's plan, one
-  // upload: its S-contacts against the analytic shapes remade from the points of the last
-  // ShapeCandidates (ContactPlanFillOp), the other contacts copied. angle: the tangents'
-  // rotation about the normal [rad] (ContactWriter)
+  // environment has more than 64 shapes. positions = false: index and shapes only (12 B each)
+  // when the shapes fit the bits; CandidatePositions / CandidatePenetrations read the rest
+  const NodeCandidates& ShapeCandidates(Index n, Scalar dt, Scalar margin, bool positions = true);
+  // the last ShapeCandidates' positions and deepest penetrations (one read each, when first asked)
+  const NodeCandidates& CandidatePositions();
+  const NodeCandidates& CandidatePenetrations();
+  // per query point q < n (those ShapeCandidates tests) its node in the solver's numbering, for
+  // the rows of the plans' runs (uploaded when it changes)
+  void SetQueryNodes(const std::vector<Index>& nodes);
+  // a step's contact record on the backend (`out`, every field sized) from the host's plan, at
+  // most one upload (its explicit rows and the host's numbers): the rows of its runs made from the
+  // points of the last ShapeCandidates (ContactRunOp: their reach bits, one scan), the S-contacts
+  // against the analytic shapes remade from those points (ContactPlanFillOp), the other contacts
+  // copied. angle: the tangents' rotation about the normal [rad] (ContactWriter)
   void WriteContacts(const ContactPlan& plan, Scalar dt, Scalar angle, const ContactOutView& out);
   // capacity for the plans of up to `contacts` contacts (no allocation within it)
   void ReservePlan(Index contacts);
   const DetectResult& result() const { return result_; }
+  // the last ShapeCandidates' points, as read so far
+  const NodeCandidates& candidates() const { return candidates_; }
   // broad-phase size of the last Detect(): (cell, triangle) pairs and the cell edge [m]
   Index num_pairs() const { return num_pairs_; }
   Scalar cell() const { return cell_; }
@@ -112,10 +124,14 @@ class Detector {
   Array<Index> shape_env_ptr_, shape_list_, node_flag_, node_offset_, node_query_;
   Array<Scalar> node_x_, node_v_;
   Array<std::uint64_t> node_reach_, node_out_reach_;
+  Array<Scalar> node_pen_, node_out_pen_;
   bool reach_bits_ = true;  // every environment's shapes fit the reach bits
   Index shape_queries_ = 0;  // query points q < shape_queries_ have vertex q
   NodeCandidates candidates_;
   ContactPlanArrays plan_;
+  ContactRowArrays rows_;
+  Array<Index> point_count_, point_offset_, query_node_;  // per flagged point; per query point
+  std::vector<Index> query_node_host_;
 };
 
 }  // namespace condsim

@@ -36,6 +36,8 @@ struct CondContext {
   // the contacts, colored (no two contacts of a color share a node: ColorContacts' order, made on
   // the backend; the colors' bounds on the host for the launches), and their impulses
   ContactSet contacts_host;
+  // per contact 1 when its frame and phi are on the backend only (ContactRecordWriter::Deferred)
+  std::vector<unsigned char> contacts_backend_only;
   ContactArrays contacts;
   std::vector<Index> color_ptr;
   Array<Index> order;

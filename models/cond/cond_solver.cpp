@@ -76,6 +76,9 @@ void CondSolver::SetContacts(const ContactSet& contacts, ContactRecordWriter* wr
   CONDSIM_CHECK(contacts.node_i.size() == contacts.node_j.size() && contacts.frame.size() == 9 * contacts.node_i.size(),
                 "contacts: arrays have inconsistent lengths");
   ctx_.contacts_host = contacts;
+  ctx_.contacts_backend_only.assign(contacts.node_i.size(), 0);
+  if (writer != nullptr)
+    for (Index m = 0; m < contacts.size(); ++m) ctx_.contacts_backend_only[std::size_t(m)] = writer->Deferred(m) ? 1 : 0;
   if (writer != nullptr) {
     ctx_.contacts.ResizeLike(backend_, contacts);
     writer->Write(contacts, ctx_.contacts.out_view<ContactOutView>());
@@ -212,7 +215,7 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
 
 void CondSolver::PrepareContacts() {
   const ContactSet& contacts = ctx_.contacts_host;
-  contacts.Validate(ctx_.node_env_host, params_.projection == Projection::kProximal);
+  contacts.Validate(ctx_.node_env_host, params_.projection == Projection::kProximal, &ctx_.contacts_backend_only);
   const std::size_t nodes = std::size_t(ctx_.nodes);
   ctx_.own_gamma_host.assign(nodes, 0);
   std::vector<unsigned char> contact(nodes, 0);

@@ -150,7 +150,8 @@ class CondSolver {
   void SetContacts(const ContactSet& contacts, ContactRecordWriter* writer = nullptr);
   // tests: the contact record on the backend, read back
   ContactSet BackendContacts() const;
-  // the contacts of the last SetContacts, as given, and on the backend with their impulses (3 per
+  // the contacts of the last SetContacts, as given (NaN frames and phi where the writer left them
+  // on the backend: ContactRecordWriter::Deferred), and on the backend with their impulses (3 per
   // contact) for the backend's later stages
   const ContactSet& contacts() const { return ctx_.contacts_host; }
   ContactView contact_record() const { return ctx_.contacts.view(); }

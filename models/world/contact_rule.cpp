@@ -2,6 +2,7 @@
 #include "models/world/contact_rule.h"
 
 #include <cmath>
+#include <limits>
 
 namespace condsim {
 
@@ -31,6 +32,10 @@ Mat3 ShapeFrame(const StaticShape& s, const Vec3& n) {
   return UncheckedShapeFrame(s, n);
 }
 
+ShapeContact MakeShapeContact(const StaticShape& s, const Proximity& prox, const Vec3& p, Scalar radius) {
+  return {ShapeFrame(s, prox.normal), prox.distance - radius, p - radius * prox.normal};
+}
+
 void ContactWriter::Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta,
                         Index source, Index slot) {
   const Index env = meta.body_i >= 0 ? (*body_env_)[std::size_t(meta.body_i)] : 0;
@@ -41,6 +46,21 @@ void ContactWriter::Add(Index node_i, Index node_j, const Mat3& frame, Scalar ga
     sources_->source.push_back(source);
     sources_->slot.push_back(slot);
   }
+}
+
+void ContactWriter::AddDeferred(Index node_i, const Friction& mu, const ContactMeta& meta, Index source, Index slot) {
+  const Scalar nan = std::numeric_limits<Scalar>::quiet_NaN();
+  ContactMeta unset = meta;
+  unset.position = Vec3(nan, nan, nan);
+  Add(node_i, -1, Mat3(nan, nan, nan, nan, nan, nan, nan, nan, nan), nan, mu, unset, source, slot);
+}
+
+void ContactWriter::Fill(Index m, const Mat3& frame, Scalar gap, const Vec3& position) {
+  const Mat3 r = RotateTangents(frame, tangent_rotation_);
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) contacts_->frame[9 * std::size_t(m) + std::size_t(3 * a + b)] = r(a, b);
+  contacts_->phi[std::size_t(m)] = gap / dt_;
+  (*meta_)[std::size_t(m)].position = position;
 }
 
 }  // namespace condsim

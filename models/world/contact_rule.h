@@ -50,27 +50,47 @@ struct ContactMeta {
 // along its local x axis projected on the tangent plane, so mu1 acts along that axis
 Mat3 ShapeFrame(const StaticShape& s, const Vec3& n);
 
+// an S-contact of a point p of radius r against a static shape at proximity prox: its frame,
+// gap = distance - r [m] and contact point p - r n
+struct ShapeContact {
+  Mat3 frame;
+  Scalar gap;
+  Vec3 position;
+};
+ShapeContact MakeShapeContact(const StaticShape& s, const Proximity& prox, const Vec3& p, Scalar radius);
+
+// per contact the flagged point the backend can remake it from (Detector::ShapeCandidates), or
+// -1, and the analytic shape
+struct ContactSources {
+  std::vector<Index> source, slot;
+};
+
 // the contacts of one step and their metadata
 class ContactWriter {
  public:
   // body_env: per body id its environment (the contact's is meta.body_i's)
-  // sources (optional): per contact the flagged point the backend remakes it from, or -1
-  // (ContactPlan::source), and the shape (ContactPlan::slot)
+  // sources (optional): per contact the flagged point the backend remakes it from, or -1, and the
+  // shape
   ContactWriter(Scalar dt, Scalar tangent_rotation, const std::vector<Index>* body_env, ContactSet* contacts,
-                std::vector<ContactMeta>* meta, ContactPlan* sources = nullptr)
+                std::vector<ContactMeta>* meta, ContactSources* sources = nullptr)
       : dt_(dt), tangent_rotation_(tangent_rotation), body_env_(body_env), contacts_(contacts), meta_(meta), sources_(sources) {}
   // node_j = -1: an S-contact; frame rows (n, t1, t2) with n into node i's side; source >= 0:
   // an S-contact of that flagged point (Detector::ShapeCandidates) against analytic shape `slot`,
   // which the backend can remake (Detector::WriteContacts)
   void Add(Index node_i, Index node_j, const Mat3& frame, Scalar gap, const Friction& mu, const ContactMeta& meta,
            Index source = -1, Index slot = -1);
+  // the same S-contact with its frame, phi and contact point (meta.position) left NaN: the backend
+  // makes them (Detector::WriteContacts), Fill brings them to the host when asked for
+  void AddDeferred(Index node_i, const Friction& mu, const ContactMeta& meta, Index source, Index slot);
+  // contact m's frame (rows n, t1, t2), gap [m] and contact point, as Add sets them
+  void Fill(Index m, const Mat3& frame, Scalar gap, const Vec3& position);
 
  private:
   Scalar dt_, tangent_rotation_;
   const std::vector<Index>* body_env_;
   ContactSet* contacts_;
   std::vector<ContactMeta>* meta_;
-  ContactPlan* sources_;
+  ContactSources* sources_;
 };
 
 }  // namespace condsim

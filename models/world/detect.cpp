@@ -2,6 +2,7 @@
 #include "models/world/detect.h"
 
 #include <algorithm>
+#include <bitset>
 #include <cmath>
 
 #include "models/collision/primitives.h"
@@ -70,9 +71,15 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
   meta_.clear();
   nodes->Reset();
   dt_ = w.params.dt;
-  plan_.source.clear();
-  plan_.slot.clear();
-  ContactWriter out(w.params.dt, tangent_rotation_, &w.body_env, contacts, &meta_, &plan_);
+  sources_.source.clear();
+  sources_.slot.clear();
+  runs_.clear();
+  in_run_.clear();
+  deferred_.clear();
+  deferred_point_.clear();
+  target_ = contacts;
+  statics_ = &w.statics;
+  ContactWriter out(w.params.dt, tangent_rotation_, &w.body_env, contacts, &meta_, &sources_);
   // this step's rigid surface samples (world positions and velocities, 3 each per sample, bodies
   // in order)
   std::vector<Scalar> rx, rv;
@@ -92,7 +99,7 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
   // reach of an analytic shape (flagged on the backend, only they come to the host), in query
   // order: FEM bodies' surfaces, then cables
   triangles_.Gather(w, rx, rv);
-  const NodeCandidates& cand = triangles_.ShapeCandidates(w);
+  const NodeCandidates& cand = FlaggedPoints(w);
   Index c = 0;
   // FEM surface nodes against the static world and the rigid bodies
   for (; c < cand.size() && triangles_.query_kind(cand.query[c]) == BodyKind::kFem; ++c) {
@@ -115,6 +122,88 @@ void DetectStage::Run(const WorldBodies& w, Nodalizer* nodes, ContactSet* contac
   // cable links against each other (pairs found on the backend)
   for (CablePair& pair : cable_pairs_)
     if (!w.Failed(w.Env(BodyKind::kRod, Index(pair.a)))) CableLinks(w, &pair, nodes, &out);
+  if (!deferred_.empty()) deferred_point_.resize(std::size_t(contacts->size()), -1);
+  MakeRuns(w, cand, *contacts);
+}
+
+void DetectStage::MakeRuns(const WorldBodies& w, const NodeCandidates& cand, const ContactSet& contacts) {
+  const Index n = contacts.size();
+  in_run_.assign(std::size_t(n), 0);
+  if (cand.reach.empty()) return;
+  // a flagged point's S-contacts with static shapes follow each other, one per static bit in bit
+  // order (NodeContacts); consecutive points whose blocks follow each other make one run
+  const std::vector<Index>& source = sources_.source;
+  for (Index m = 0; m < n;) {
+    const Index c = source[std::size_t(m)];
+    if (c < 0) {
+      ++m;
+      continue;
+    }
+    const Index q = cand.query[std::size_t(c)];
+    const std::size_t statics = env_statics_[std::size_t(w.Env(triangles_.query_kind(q), triangles_.query_body(q)))].size();
+    const std::uint64_t bits = cand.reach[std::size_t(c)] & (statics >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << statics) - 1);
+    const Index len = static_cast<Index>(std::bitset<64>(bits).count());
+    bool block = m + len <= n;
+    for (Index k = m; k < m + len && block; ++k) block = source[std::size_t(k)] == c;
+    if (!block) {
+      ++m;
+      continue;
+    }
+    if (!runs_.empty() && runs_.back().point_end == c && runs_.back().first + runs_.back().count == m) {
+      runs_.back().point_end = c + 1;
+      runs_.back().count += len;
+    } else {
+      runs_.push_back({m, len, c, c + 1});
+    }
+    std::fill(in_run_.begin() + m, in_run_.begin() + m + len, 1);
+    m += len;
+  }
+  if (runs_.empty()) return;
+  // the flagged points' nodes (the solver's numbering, as NodeContacts gives them)
+  const Index points = triangles_.num_point_queries();
+  query_node_.resize(std::size_t(points));
+  for (Index q = 0; q < points; ++q) {
+    const Index b = triangles_.query_body(q), local = triangles_.query_local(q);
+    query_node_[std::size_t(q)] = triangles_.query_kind(q) == BodyKind::kFem
+                                      ? w.system->part_offset(w.fem[std::size_t(b)]->part) + local
+                                      : w.system->part_offset(w.rods[std::size_t(b)]->part) + 2 * local;
+  }
+}
+
+const NodeCandidates& DetectStage::FlaggedPoints(const WorldBodies& w) {
+  // their indices and shapes in reach first; the positions only when some point reaches an
+  // analytic rigid body (its D-contact's virtual node is made here), else the penetrations (the
+  // step's statistic) and the S-contacts' frames stay on the backend
+  const NodeCandidates& cand = triangles_.ShapeCandidates(w, false);
+  if (!cand.x.empty() || cand.size() == 0) return cand;
+  bool positions = false;
+  for (Index c = 0; c < cand.size() && !positions; ++c) {
+    const Index q = cand.query[c];
+    const std::size_t statics = env_statics_[std::size_t(w.Env(triangles_.query_kind(q), triangles_.query_body(q)))].size();
+    positions = statics < 64 && (cand.reach[std::size_t(c)] >> statics) != 0;
+  }
+  return positions ? triangles_.detector().CandidatePositions() : triangles_.detector().CandidatePenetrations();
+}
+
+bool DetectStage::Deferred(Index m) const { return std::size_t(m) < deferred_point_.size() && deferred_point_[std::size_t(m)] >= 0; }
+
+Scalar DetectStage::Penetration(const ContactSet& contacts, Index m) const {
+  if (!Deferred(m)) return -contacts.phi[std::size_t(m)] * dt_;
+  return triangles_.detector().candidates().pen[std::size_t(deferred_point_[std::size_t(m)])];
+}
+
+void DetectStage::Complete() {
+  if (deferred_.empty()) return;
+  const NodeCandidates& cand = triangles_.detector().CandidatePositions();
+  ContactWriter out(dt_, tangent_rotation_, nullptr, target_, &meta_);
+  for (const DeferredContact& d : deferred_) {
+    const StaticShape& shape = (*statics_)[std::size_t(d.shape)];
+    const Vec3 p = LoadVec3(cand.x.data(), d.point);
+    const ShapeContact sc = MakeShapeContact(shape, ShapeProximity(shape, p), p, d.radius);
+    out.Fill(d.m, sc.frame, sc.gap, sc.position);
+  }
+  deferred_.clear();
+  deferred_point_.clear();
 }
 
 void DetectStage::RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
@@ -163,7 +252,9 @@ void DetectStage::NodeContacts(const WorldBodies& w, const NodeCandidates& cand,
                                Nodalizer* nodes, ContactWriter* out) {
   const Scalar dt = w.params.dt, margin = w.params.contact_margin;
   const std::size_t env = std::size_t(w.body_env[std::size_t(side.body)]);
-  const Vec3 p = LoadVec3(cand.x.data(), c);
+  // without the position (FlaggedPoints) the S-contacts are deferred: the backend makes them
+  const bool deferred = cand.x.empty();
+  const Vec3 p = deferred ? Vec3() : LoadVec3(cand.x.data(), c);
   // the backend's reach decisions, bit k for the environment's k-th shape (the static shapes,
   // then the analytic rigid bodies: TriangleDetection::SetShapes' list), or the host's from the
   // velocity (the same rule, InReach)
@@ -173,14 +264,24 @@ void DetectStage::NodeContacts(const WorldBodies& w, const NodeCandidates& cand,
   // S-contacts with the static shapes
   for (const Index si : env_statics_[env]) {
     const StaticShape& shape = w.statics[std::size_t(si)];
+    const Friction mu = MixFriction(side, StaticSide(shape.mu1, shape.mu2));
+    if (deferred) {
+      if (((cand.reach[std::size_t(c)] >> bit++) & 1) == 0) continue;
+      const Index m = target_->size();
+      deferred_.push_back({m, c, si, radius});
+      deferred_point_.resize(std::size_t(m), -1);
+      deferred_point_.push_back(c);
+      out->AddDeferred(node, mu, {Vec3(), side.body, -1, Index(si)}, c, si);
+      continue;
+    }
     const Proximity prox = ShapeProximity(shape, p);
     const Scalar gap = prox.distance - radius;
     const bool reach = bits ? ((cand.reach[std::size_t(c)] >> bit) & 1) != 0 : InReach(gap, vp, dt, margin);
     ++bit;
     if (!reach) continue;
     // the detector's analytic shapes start with the static shapes (TriangleDetection::SetShapes)
-    out->Add(node, -1, ShapeFrame(shape, prox.normal), gap, MixFriction(side, StaticSide(shape.mu1, shape.mu2)),
-             {p - radius * prox.normal, side.body, -1, Index(si)}, c, si);
+    const ShapeContact sc = MakeShapeContact(shape, prox, p, radius);
+    out->Add(node, -1, sc.frame, sc.gap, mu, {sc.position, side.body, -1, Index(si)}, c, si);
   }
   // D-contacts with the rigid bodies' analytic shapes
   for (const Index k : env_rigid_[env]) {
@@ -200,34 +301,43 @@ void DetectStage::NodeContacts(const WorldBodies& w, const NodeCandidates& cand,
 }
 
 Index DetectStage::remade_contacts() const {
-  return static_cast<Index>(std::count_if(plan_.source.begin(), plan_.source.end(), [](Index c) { return c >= 0; }));
+  return static_cast<Index>(std::count_if(sources_.source.begin(), sources_.source.end(), [](Index c) { return c >= 0; }));
 }
 
 bool DetectStage::remakes() const {
-  // bytes: the plan's five indices per contact and 12 numbers per contact made here, against the
-  // set's 3 indices and 12 numbers per contact
-  const std::size_t total = plan_.source.size(), remade = std::size_t(remade_contacts());
-  const std::size_t plan = 5 * sizeof(Index) * total + 12 * sizeof(Scalar) * (total - remade);
+  // bytes: the plan's six indices per explicit row and 12 numbers per contact made here, against
+  // the set's 3 indices and 12 numbers per contact
+  const std::size_t total = sources_.source.size(), remade = std::size_t(remade_contacts());
+  const std::size_t rows = total - std::size_t(std::count(in_run_.begin(), in_run_.end(), 1));
+  const std::size_t plan = 6 * sizeof(Index) * rows + 12 * sizeof(Scalar) * (total - remade);
   return remade > 0 && plan < (3 * sizeof(Index) + 12 * sizeof(Scalar)) * total;
 }
 
 void DetectStage::Write(const ContactSet& contacts, const ContactOutView& out) {
-  CONDSIM_CHECK(plan_.source.size() == contacts.node_i.size(), "detection: Write takes the last Run's contacts (" << plan_.source.size()
-                                                                  << "), got " << contacts.size());
-  plan_.node_i = contacts.node_i;
-  plan_.node_j = contacts.node_j;
-  plan_.env = contacts.env;
-  // the contacts the backend cannot remake: their 12 numbers, in order
+  const std::size_t n = sources_.source.size();
+  CONDSIM_CHECK(n == contacts.node_i.size(), "detection: Write takes the last Run's contacts (" << n << "), got " << contacts.size());
+  // the explicit rows: the contacts outside the runs; the numbers of those made here, in order
+  for (std::vector<Index>* f : {&plan_.index, &plan_.node_i, &plan_.node_j, &plan_.env, &plan_.source, &plan_.slot}) f->clear();
   plan_.data.clear();
   Index k = 0;
-  for (std::size_t m = 0; m < plan_.source.size(); ++m) {
-    if (plan_.source[m] >= 0) continue;
-    plan_.slot[m] = k++;
+  for (std::size_t m = 0; m < n; ++m) {
+    if (in_run_[m]) continue;
+    const Index c = sources_.source[m];
+    plan_.index.push_back(Index(m));
+    plan_.node_i.push_back(contacts.node_i[m]);
+    plan_.node_j.push_back(contacts.node_j[m]);
+    plan_.env.push_back(contacts.env[m]);
+    plan_.source.push_back(c);
+    plan_.slot.push_back(c >= 0 ? sources_.slot[m] : k++);
+    if (c >= 0) continue;
     plan_.data.insert(plan_.data.end(), contacts.frame.begin() + 9 * std::ptrdiff_t(m), contacts.frame.begin() + 9 * std::ptrdiff_t(m) + 9);
     plan_.data.push_back(contacts.phi[m]);
     plan_.data.push_back(contacts.mu1[m]);
     plan_.data.push_back(contacts.mu2[m]);
   }
+  plan_.runs = runs_;
+  plan_.contacts = Index(n);
+  if (!runs_.empty()) triangles_.detector().SetQueryNodes(query_node_);
   triangles_.detector().WriteContacts(plan_, dt_, tangent_rotation_, out);
 }
 

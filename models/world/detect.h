@@ -30,21 +30,36 @@ class DetectStage : public ContactRecordWriter {
   // most `per_point` contacts a step, each with the virtual nodes its kind of point can make
   ContactBounds PotentialContacts(const WorldBodies& w, Index per_point) const;
   const std::vector<ContactMeta>& meta() const { return meta_; }
-  // whether the solver takes the last Run's record from Write: its plan uploads 20 B per contact
-  // and 96 B more per contact the backend does not remake (it remakes the S-contacts of flagged
-  // FEM surface nodes and cable centres against static shapes), used when that is less than the
-  // set's 108 B per contact
+  // whether the solver takes the last Run's record from Write: its plan uploads 24 B per contact
+  // outside the runs (the S-contacts of consecutive flagged points against static shapes, made on
+  // the backend from the points' reach bits) and 96 B more per contact the backend does not remake
+  // (it remakes the S-contacts of flagged FEM surface nodes and cable centres against static
+  // shapes), used when that is less than the set's 108 B per contact
   bool remakes() const;
   // how many of the last Run's contacts the backend remakes
   Index remade_contacts() const;
   // the last Run's contacts (exactly) on the backend (ContactRecordWriter)
   void Write(const ContactSet& contacts, const ContactOutView& out) override;
+  // whether contact m of the last Run has its frame, phi and contact point on the backend only:
+  // the S-contacts of flagged points against static shapes, when no flagged point needed its
+  // position on the host (no analytic rigid body in reach); the host's set holds NaN there
+  bool Deferred(Index m) const override;
+  // fills those fields in the set the last Run filled and in meta() (one read: the flagged
+  // points' positions, 24 B each; then the host's arithmetic, so the same numbers as the backend's)
+  void Complete() override;
+  // contact m's penetration -phi t [m] (the step's statistic), the backend's for a deferred one
+  Scalar Penetration(const ContactSet& contacts, Index m) const;
   // capacity for the plans of up to `contacts` contacts
   void Reserve(Index contacts);
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { tangent_rotation_ = angle; }
 
  private:
+  // the flagged FEM surface nodes and cable centres (Detector::ShapeCandidates), with their
+  // positions only when the host needs them
+  const NodeCandidates& FlaggedPoints(const WorldBodies& w);
+  // the runs of the last Run's contacts (runs_, in_run_) and the query points' nodes
+  void MakeRuns(const WorldBodies& w, const NodeCandidates& cand, const ContactSet& contacts);
   void RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
                      ContactWriter* out);
   // flagged point c of `cand`, a deformable node (radius r) of body `side`, against the static
@@ -66,7 +81,23 @@ class DetectStage : public ContactRecordWriter {
   std::vector<CablePair> cable_pairs_;  // the cable pairs of one environment (self: a == b), a then b ascending
   Scalar tangent_rotation_ = 0;
   Scalar dt_ = 0;      // the last Run's step [s]
-  ContactPlan plan_;   // the last Run's contacts: per contact its source (ContactWriter)
+  ContactSources sources_;  // the last Run's contacts: per contact its source (ContactWriter)
+  // the runs of the last Run's S-contacts the backend makes from the flagged points alone (the
+  // plan's rows of the others are explicit), and per contact whether a run holds it
+  std::vector<ContactRun> runs_;
+  std::vector<unsigned char> in_run_;
+  std::vector<Index> query_node_;  // per query point of a flagged point its node (Detector::SetQueryNodes)
+  ContactPlan plan_;               // the upload of the last Write
+  // the last Run's deferred contacts (AddDeferred) until Complete: the contact, its flagged point,
+  // static shape and query radius; and per contact its flagged point when deferred, else -1
+  struct DeferredContact {
+    Index m, point, shape;
+    Scalar radius;
+  };
+  std::vector<DeferredContact> deferred_;
+  std::vector<Index> deferred_point_;
+  ContactSet* target_ = nullptr;                        // the set the last Run filled
+  const std::vector<StaticShape>* statics_ = nullptr;  // WorldBodies::statics
 };
 
 }  // namespace condsim

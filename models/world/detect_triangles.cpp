@@ -175,7 +175,7 @@ void TriangleDetection::SetShapes(const WorldBodies& w, const std::vector<std::v
   detector_->SetShapes(shapes, env_ptr, list);
 }
 
-const NodeCandidates& TriangleDetection::ShapeCandidates(const WorldBodies& w) {
+const NodeCandidates& TriangleDetection::ShapeCandidates(const WorldBodies& w, bool positions) {
   // the rigid bodies' shapes at this step's poses (host state: one record per body)
   std::vector<NodeShape> rigid(std::size_t(w.rigid.num_bodies()));
   for (Index k = 0; k < w.rigid.num_bodies(); ++k) {
@@ -188,7 +188,7 @@ const NodeCandidates& TriangleDetection::ShapeCandidates(const WorldBodies& w) {
     sh.moving = 1;
   }
   detector_->UpdateShapes(num_statics_, rigid);
-  return detector_->ShapeCandidates(rigid_vertex_offset_, w.params.dt, w.params.contact_margin);
+  return detector_->ShapeCandidates(rigid_vertex_offset_, w.params.dt, w.params.contact_margin, positions);
 }
 
 void TriangleDetection::Detect(const WorldBodies& w, Nodalizer* nodes, ContactWriter* out) {

@@ -28,16 +28,19 @@ class TriangleDetection {
                  const std::vector<std::vector<Index>>& env_rigid);
   // after Gather: the FEM surface nodes and cable centres within reach of an analytic shape
   // (the rigid bodies' poses uploaded first), queries ascending: FEM bodies' surfaces, then cables
-  const NodeCandidates& ShapeCandidates(const WorldBodies& w);
+  const NodeCandidates& ShapeCandidates(const WorldBodies& w, bool positions = true);
   // after Gather: this step's points-against-triangles contacts
   void Detect(const WorldBodies& w, Nodalizer* nodes, ContactWriter* out);
   // the backend detector (after Build; FEM bodies, cables or rigid bodies make one)
   bool has_detector() const { return detector_ != nullptr; }
   Detector& detector() { return *detector_; }
+  const Detector& detector() const { return *detector_; }
   // query q's kind, index in its kind and local node / segment / sample
   BodyKind query_kind(Index q) const { return q_kind_[std::size_t(q)]; }
   Index query_body(Index q) const { return q_body_[std::size_t(q)]; }
   Index query_local(Index q) const { return q_local_[std::size_t(q)]; }
+  // the query points of FEM surface nodes and cable centres: 0 .. num_point_queries() - 1
+  Index num_point_queries() const { return rigid_vertex_offset_; }
   // rigid body k's contact samples (body frame) and the first of them among all rigid samples
   const std::vector<SurfacePoint>& samples(Index k) const { return rigid_samples_[std::size_t(k)]; }
   Index sample_first(Index k) const { return rigid_sample_first_[std::size_t(k)]; }

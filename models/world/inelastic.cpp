@@ -67,6 +67,13 @@ class Correction {
     w_.backend->CopyToHost(buf_.pressed_host.data(), buf_.pressed.data(), std::size_t(n));
   }
 
+  // whether a pressed contact corrected here has its frame on the backend only
+  bool NeedsFieldsOf(const ContactRecordWriter& maker) const {
+    for (Index m = 0; m < contacts_.size(); ++m)
+      if (Pressed(m) && !on_backend_[std::size_t(m)] && maker.Deferred(m)) return true;
+    return false;
+  }
+
   // every contact's impulse to lambda_, one read
   void ReadAllImpulses(const Scalar* lambda) {
     lambda_.resize(3 * std::size_t(contacts_.size()));
@@ -462,10 +469,11 @@ void InelasticStage::Reserve(Backend* backend, Index contacts) {
 }
 
 void InelasticStage::Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& rigid_vhat, const ContactView& record,
-                         const Scalar* lambda) {
+                         const Scalar* lambda, ContactRecordWriter* maker) {
   Correction c(w, &buf_, mass_, contacts, rigid_vhat);
   c.ReadPressed(lambda, host_only_);
   c.SelectBackendContacts(host_only_);
+  if (maker != nullptr && c.NeedsFieldsOf(*maker)) maker->Complete();
   c.ReadImpulses(lambda);
   c.Gather();
   c.SolveRigidComponents(c.SplitComponents());

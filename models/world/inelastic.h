@@ -31,9 +31,11 @@ class InelasticStage {
   // corrected on the backend (InelasticNodeOp; 4 B per contact uploaded); for the other pressed
   // contacts their impulses (24 B each, 4 B of indices up; every contact's in one read when they
   // are over half the contacts) and their deformable hosts are read back and written (24 B per
-  // node each way, plus 16 B of indices per node uploaded)
+  // node each way, plus 16 B of indices per node uploaded). maker: when some contacts' frames are
+  // on the backend only (ContactRecordWriter::Deferred), it completes `contacts` before a pressed
+  // one of them is corrected here
   void Run(WorldBodies* w, const ContactSet& contacts, const std::vector<Scalar>& rigid_vhat, const ContactView& record,
-           const Scalar* lambda);
+           const Scalar* lambda, ContactRecordWriter* maker = nullptr);
   // capacity for the flags and impulses of up to `contacts` contacts
   void Reserve(Backend* backend, Index contacts);
   // tests: every correction on the host (the reference of the backend's)

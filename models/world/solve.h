@@ -29,7 +29,6 @@ class SolveStage {
                 ContactRecordWriter* writer, Index step, Scalar time, VhatSummary* vhat, std::vector<EnvFailure>* failures);
   // tests: the last Run's contacts on the backend, read back (CondSolver::BackendContacts)
   ContactSet BackendContacts() const { return solver_->BackendContacts(); }
-  const ContactSet& HostContacts() const { return solver_->contacts(); }
   // the last Run's contacts and impulses on the backend (CondSolver::contact_record)
   ContactView contact_record() const { return solver_->contact_record(); }
   const Scalar* impulses_on_backend() const { return solver_->impulses_on_backend(); }

@@ -429,13 +429,17 @@ StepStats World::Step() {
   StepStats stats;
   const std::size_t ne = std::size_t(num_envs());
   stats.envs.resize(ne);
-  ContactSet contacts;
+  contacts_ = ContactSet();
+  ContactSet& contacts = contacts_;
   const BackendCounters detect_start = w_.backend->counters();
   StepStage detect_stage("detect", &stats.detect_seconds);
   detect_.Run(w_, &nodes_, &contacts);
+  // the solver uploads the whole set unless the detection writes its record (then the S-contacts'
+  // frames against static shapes can stay on the backend: DetectStage::Deferred)
+  if (!detect_.remakes()) detect_.Complete();
   stats.detect_counters = w_.backend->counters() - detect_start;
   for (Index m = 0; m < contacts.size(); ++m) {
-    const Scalar pen = -contacts.phi[m] * w_.params.dt;
+    const Scalar pen = detect_.Penetration(contacts, m);
     EnvStepStats& e = stats.envs[std::size_t(contacts.env[m])];
     stats.max_penetration = std::max(stats.max_penetration, pen);
     e.max_penetration = std::max(e.max_penetration, pen);
@@ -489,7 +493,7 @@ StepStats World::Step() {
   Integrate(&w_, vhat.rigid);
   if (w_.params.inelastic && contacts.size() > 0) {
     StepStage inelastic_stage("inelastic", &stats.inelastic_seconds);
-    inelastic_.Run(&w_, contacts, vhat.rigid, solve_.contact_record(), solve_.impulses_on_backend());
+    inelastic_.Run(&w_, contacts, vhat.rigid, solve_.contact_record(), solve_.impulses_on_backend(), &detect_);
   }
   for (std::size_t e = 0; e < ne; ++e)
     if (w_.env_failed[e] && !failed_before[e]) FreezeEnvironment(Index(e));
@@ -541,9 +545,14 @@ void World::FreezeEnvironment(Index env) {
   }
 }
 
+const ContactSet& World::HostContacts() const {
+  detect_.Complete();
+  return contacts_;
+}
+
 const std::vector<ContactRecord>& World::contacts() const {
   if (records_stale_) {
-    Record(solve_.HostContacts(), solve_.Impulses());
+    Record(HostContacts(), solve_.Impulses());
     records_stale_ = false;
   }
   return records_;

@@ -195,9 +195,9 @@ class World {
   Wrench BodyWrench(Index body) const;
   // tests: rotates every contact's tangent basis about its normal by `angle` [rad]
   void set_tangent_rotation(Scalar angle) { detect_.set_tangent_rotation(angle); }
-  // tests: the last step's contact set as the host made it, and as the solver's backend record
-  // holds it (read back)
-  const ContactSet& HostContacts() const { return solve_.HostContacts(); }
+  // tests: the last step's contact set as the host made it (the fields only the backend made
+  // read back first, DetectStage::Complete), and as the solver's backend record holds it (read back)
+  const ContactSet& HostContacts() const;
   ContactSet BackendContacts() const { return solve_.BackendContacts(); }
   // tests: the inelastic stage corrects every contact on the host (InelasticStage::set_host_only)
   void set_inelastic_host_only(bool on) { inelastic_.set_host_only(on); }
@@ -221,7 +221,10 @@ class World {
 
   WorldBodies w_;
   Nodalizer nodes_;
-  DetectStage detect_;
+  // mutable: the last step's contacts get the fields only the backend made when first asked for
+  // (DetectStage::Complete from contacts() and HostContacts())
+  mutable DetectStage detect_;
+  mutable ContactSet contacts_;  // the last step's contacts (DetectStage::Run)
   AssembleStage assemble_;
   SolveStage solve_;
   InelasticStage inelastic_;
