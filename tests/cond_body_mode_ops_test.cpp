@@ -149,10 +149,10 @@ TEST(CondBodyModes, LoadedPatchesAreNotSummed) {
   EXPECT_NE(g[0][6], 0);
 }
 
-// the correction's op with patches whose dv is 0 (BodyModeApplyOp, BodyModeApplyStepOp): v + Z dv
-// and r + T dv equal a host loop over every entry (bitwise: the same order, a still patch adds
-// exact zeros), while the T blocks of the still patches, NaN here, are never read and the rows
-// no moving patch reaches are not written
+// the correction's pass over the nodes with patches whose dv is 0 (BodyModeApplyStepOp, with the W
+// step and without: the corrected copy of v): v + Z dv and r + T dv equal a host loop over every
+// row of T (bitwise: the same order, a still patch adds exact zeros), while the T blocks of the
+// still patches, NaN here, are never read and the rows no moving patch reaches are not written
 TEST(CondBodyModes, StillPatchesAreSkippedByTheCorrection) {
   auto rng = test::Rng();
   const Index patches = 4, per = 50, listed = patches * per, halo = 20, nodes = listed + halo + 5;
@@ -227,9 +227,18 @@ TEST(CondBodyModes, StillPatchesAreSkippedByTheCorrection) {
   ops.kernels->BodyModeRow(halo, BodyModeRowOp{ops.arrays.view(), listed, true, row.data()});
   BodyModeApplyOp step_apply = apply;
   step_apply.r = r_step.data();
-  ops.kernels->BodyModeApplyStep(nodes, BodyModeApplyStepOp{step_apply, row.data(), w_d.data(), r_step.data(), u_d.data()});
-  ops.kernels->BodyModeApply(listed + halo, apply);
-  const std::vector<Scalar> v_out = v_d.ToHost(), r_out = r_d.ToHost(), r_step_out = r_step.ToHost(), u = u_d.ToHost();
+  // per node its first entry of T and its arm (the rows are in node order: row q is node q's)
+  std::vector<Index> offset(std::size_t(nodes) + 1, entries);
+  std::vector<Scalar> node_arm(3 * std::size_t(nodes), std::numeric_limits<Scalar>::quiet_NaN());
+  for (Index q = 0; q < listed + halo; ++q) offset[std::size_t(q)] = h.t_ptr[std::size_t(q)];
+  for (Index q = 0; q < listed; ++q)
+    for (int d = 0; d < 3; ++d) node_arm[3 * std::size_t(h.node[std::size_t(q)]) + std::size_t(d)] = h.arm[3 * std::size_t(q) + std::size_t(d)];
+  Array<Index> offset_d(b, offset);
+  Array<Scalar> arm_d(b, node_arm), v_copy(b, 3 * nodes);
+  ops.kernels->BodyModeApplyStep(nodes, BodyModeApplyStepOp{step_apply, row.data(), offset_d.data(), arm_d.data(), w_d.data(), r_step.data(),
+                                                            u_d.data()});
+  ops.kernels->BodyModeApplyStep(nodes, BodyModeApplyStepOp{apply, row.data(), offset_d.data(), arm_d.data(), nullptr, r_d.data(), v_copy.data()});
+  const std::vector<Scalar> v_out = v_copy.ToHost(), r_out = r_d.ToHost(), r_step_out = r_step.ToHost(), u = u_d.ToHost();
   for (Index k = 0; k < 3 * nodes; ++k) {
     EXPECT_EQ(v_out[k], v_ref[k]) << "v, dof " << k;
     EXPECT_EQ(r_out[k], r_ref[k]) << "r, dof " << k;

@@ -388,15 +388,18 @@ struct BodyModeApplyOp {
     return false;
   }
   // row q (listed node i) of the correction of v: Z_i dv (its patch moves)
-  CONDSIM_HD_INLINE Vec3 ModeVelocity(Index q, Index i) const {
-    const Index p = m.node_patch[i];
-    return LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), LoadVec3(m.arm, q));
+  CONDSIM_HD_INLINE Vec3 ModeVelocity(Index q, Index i) const { return PatchVelocity(m.node_patch[i], LoadVec3(m.arm, q)); }
+  // the velocity of patch p's mode dv at the arm
+  CONDSIM_HD_INLINE Vec3 PatchVelocity(Index p, const Vec3& arm) const {
+    return LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), arm);
   }
   // row q of the correction of r: (T dv)_q over the moving patches; *moved: one was reached
-  CONDSIM_HD_INLINE Vec3 ResidualChange(Index q, bool* moved) const {
+  CONDSIM_HD_INLINE Vec3 ResidualChange(Index q, bool* moved) const { return EntriesChange(m.t_ptr[q], m.t_end[q], moved); }
+  // the same over T's entries [begin, end) of one row
+  CONDSIM_HD_INLINE Vec3 EntriesChange(Index begin, Index end, bool* moved) const {
     Vec3 dr;
     *moved = false;
-    for (Index e = m.t_ptr[q]; e < m.t_end[q]; ++e) {
+    for (Index e = begin; e < end; ++e) {
       const Index pe = m.t_patch[e];
       if (!Moves(pe)) continue;
       *moved = true;
@@ -416,25 +419,36 @@ struct BodyModeApplyOp {
 // the correction of the last body-mode level and the W step in one pass over all nodes (CondParams::
 // fused_passes, no chains): u = (v + Z dv) - W (r + T dv) (eq. 20), bitwise BodyModeApplyOp on a
 // copy of v followed by FpiStepOp, without the copy (nothing later in the iteration reads it) and
-// with r + T dv stored only where r_out is given (barycentric hosts read r after the W step)
+// with r + T dv stored only where r_out is given (barycentric hosts read r after the W step). A
+// node's entries of T come from t_offset and its arm from node_arm, in node order like the pass
+// (t_ptr, t_end and arm are in the rows' order, patch by patch: read per node they miss the cache).
+// w null: no W step, u = v + Z dv and r + T dv to r_out (a level below the last: bitwise a copy of
+// v then BodyModeApplyOp over the rows, in one pass in node order)
 struct BodyModeApplyStepOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
   BodyModeApplyOp apply;  // its v and r are read here, never written
   const Index* node_row;  // per node its row of T, or -1 (BodyModeRowOp)
-  const Scalar* w;
+  const Index* t_offset;  // per node + 1: its row's first entry of T (MakeRowsOfT)
+  const Scalar* node_arm;  // 3 per node: a listed node's arm (BodyModeNodeArmOp)
+  const Scalar* w;  // or null
   Scalar* r_out;  // apply.r, to store its corrected rows, or null
   Scalar* u;
   CONDSIM_HD_INLINE void operator()(Index i) const {
     Vec3 vi = LoadVec3(apply.v, i), ri = LoadVec3(apply.r, i);
     const Index q = node_row[i];
     if (q >= 0 && apply.env_active[apply.node_env[i]]) {
-      if (q < apply.listed && apply.Moves(apply.m.node_patch[i])) vi += apply.ModeVelocity(q, i);
+      const Index p = apply.m.node_patch[i];
+      if (q < apply.listed && apply.Moves(p)) vi += apply.PatchVelocity(p, LoadVec3(node_arm, i));
       bool moved;
-      const Vec3 dr = apply.ResidualChange(q, &moved);
+      const Vec3 dr = apply.EntriesChange(t_offset[i], t_offset[i + 1], &moved);
       if (moved) {
         ri += dr;
         if (r_out != nullptr) StoreVec3(r_out, i, ri);
       }
+    }
+    if (w == nullptr) {
+      StoreVec3(u, i, vi);
+      return;
     }
     for (int d = 0; d < 3; ++d) u[3 * i + d] = vi[d] - w[3 * i + d] * ri[d];
   }

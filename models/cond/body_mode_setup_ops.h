@@ -112,6 +112,16 @@ struct BodyModeGatherArmOp {
   CONDSIM_HD_INLINE void operator()(Index q) const { StoreVec3(arm, q, LoadVec3(from, source[m.node[q]])); }
 };
 
+// the record's arms in node order (BodyModeApplyStepOp reads them in its pass over the nodes):
+// node_arm[node[q]] = arm[q]
+struct BodyModeNodeArmOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* node;
+  const Scalar* arm;
+  Scalar* node_arm;  // 3 per node of A
+  CONDSIM_HD_INLINE void operator()(Index q) const { StoreVec3(node_arm, node[q], LoadVec3(arm, q)); }
+};
+
 // AppendBodyPatches' reference points on the backend (BodyPatchArms), one body at a time from
 // its positions x: item i < patches the mean position of patch first_patch + i (its entries
 // summed in their order, then divided by their count), item `patches` the body's mean position

@@ -243,6 +243,7 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   t_.Reserve(b, 18 * max_nodes);
   v_keep_.Reserve(b, 3 * max_nodes, false);  // written whole before each read (Corrected)
   node_row_.Reserve(b, max_nodes);
+  node_arm_.Reserve(b, 3 * max_nodes, false);  // written at each Prepare before it is read
   // gate entries: at most two per contact (a D-contact between two patches)
   const Index gate_chunks = 2 * bounds.contacts / kBodyModeMinChunk + modes_.size() + 1;
   gate_partial_.Reserve(b, 6 * gate_chunks, false);
@@ -426,6 +427,9 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     ctx_->kernels->BodyModeGatherArm(listed_,
                                      BodyModeGatherArmOp{arrays_.view(), source_.data(), modes_.device_arm->data(), arrays_.arm.data()});
   }
+  // the arms in node order for the pass over the nodes
+  node_arm_.Resize(b, 3 * ctx_->nodes);
+  ctx_->kernels->BodyModeNodeArm(listed_, BodyModeNodeArmOp{arrays_.node.data(), arrays_.arm.data(), node_arm_.data()});
   if (t_.size() < 18 * t_entries_) t_.Resize(b, 18 * t_entries_);
   g_.Resize(b, 6 * num_patches_);
   // the chunks of any selection of modes_' nodes fit (no allocation when contact nodes leave)
@@ -464,17 +468,19 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   // sized here, where it is written: an unused v_keep_ stays empty, and a Reserve copies nothing
   // unwritten (compute-sanitizer's initcheck)
+  CONDSIM_CHECK(v.size() == 3 * ctx_->nodes, "body modes: v has " << v.size() << " values for " << ctx_->nodes << " nodes");
   v_keep_.Resize(ctx_->backend, v.size());
-  ctx_->backend->Copy(v, &v_keep_);
   Correction(v);
-  ctx_->kernels->BodyModeApply(rows_, ApplyOp(&v_keep_));
+  // the corrected copy of v and r + T dv in one pass over the nodes
+  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), node_row_.data(), t_offset_.data(),
+                                                                    node_arm_.data(), nullptr, ctx_->r.data(), v_keep_.data()});
   return v_keep_;
 }
 
 void CondBodyModes::CorrectedStep(const Array<Scalar>& v, const Array<Scalar>& w, bool keep_r, Array<Scalar>* u) {
   Correction(v);
   // (the op reads v and never writes it)
-  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), node_row_.data(), w.data(),
+  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), node_row_.data(), t_offset_.data(), node_arm_.data(), w.data(),
                                                                     keep_r ? ctx_->r.data() : nullptr, u->data()});
 }
 

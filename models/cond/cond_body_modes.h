@@ -196,6 +196,7 @@ class CondBodyModes : public CondComponent {
   Array<Scalar> t_, ac_, g_, dv_, v_keep_, alpha_;
   Array<Index> node_row_;  // per node its row of T, or -1 (BodyModeRowOp)
   Array<Index> t_offset_;  // per node + 1: its row's first entry of T (MakeRowsOfT)
+  Array<Scalar> node_arm_;  // 3 per node: the listed nodes' arms in node order (BodyModeNodeArmOp)
   Array<Scalar> partial_;  // 6 per chunk of listed nodes (BodyModeResidualChunkOp)
   Array<Scalar> solve_lanes_;  // BodyModeSolveOp::kLanes per coarse row (its warps' partial sums)
   Index chunks_ = 0;

@@ -22,7 +22,7 @@ class CondKernels
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
-                       BodyModeSolveOp, BodyModeApplyOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeRowOffsetOp, BodyModeGatherArmOp, BodyPatchCentreOp, BodyPatchArmOp,
+                       BodyModeSolveOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeRowOffsetOp, BodyModeGatherArmOp, BodyModeNodeArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp, ContactNodeKeyOp, ContactKeyPtrOp,
                        ContactColorRoundOp, ContactColorKeyOp, ContactNodeFlagOp> {
@@ -90,6 +90,7 @@ class CondKernels
   void BodyModeSparseSolve(Index bodies, const BodyModeSparseSolveOp& op) { Run(bodies, op); }
   void BodyModeInvert(Index bodies, const BodyModeInvertOp& op) { Run(bodies, op); }
   void BodyModeGatherArm(Index listed, const BodyModeGatherArmOp& op) { Run(listed, op); }
+  void BodyModeNodeArm(Index listed, const BodyModeNodeArmOp& op) { Run(listed, op); }
   void BodyPatchCentre(Index items, const BodyPatchCentreOp& op) { Run(items, op); }
   void BodyPatchArm(Index entries, const BodyPatchArmOp& op) { Run(entries, op); }
   void BodyModeResidualChunk(Index chunks, const BodyModeResidualChunkOp& op) { Run(chunks, op); }
@@ -108,7 +109,6 @@ class CondKernels
   void BodyModeIdle(Index contacts, const BodyModeIdleOp& op) { Run(contacts, op); }
   void BodyModeUnblock(Index contacts, const BodyModeUnblockOp& op) { Run(contacts, op); }
   void BodyModeSolve(Index coarse_rows, const BodyModeSolveOp& op) { Run(coarse_rows, op); }
-  void BodyModeApply(Index listed, const BodyModeApplyOp& op) { Run(listed, op); }
   void BodyModeApplyStep(Index nodes, const BodyModeApplyStepOp& op) { Run(nodes, op); }
   void BodyModeRow(Index items, const BodyModeRowOp& op) { Run(items, op); }
   void ContactNodeKey(Index contacts, const ContactNodeKeyOp& op) { Run(contacts, op); }
