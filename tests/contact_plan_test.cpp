@@ -125,7 +125,7 @@ TEST(ContactPlan, ReachBitsAndHostReachMakeTheSameContacts) {
 // backend. Reference: the same scene with 64 far spheres added, which makes the host take every
 // decision from the downloaded velocities and positions (nothing deferred): the contact sets,
 // records, impulses, penetrations and FEM positions bitwise the same at every step, and the
-// detection's downloads smaller (20 B in place of 52 B per flagged point)
+// detection's downloads smaller (5 B in place of 52 B per flagged point)
 TEST(ContactPlan, DeferredFramesComeToTheHostAsTheHostMakesThem) {
   std::string far;
   for (int k = 0; k < 64; ++k) far += R"(, {"type": "sphere", "center": [5, 5, )" + std::to_string(5 + k) + R"(], "radius": 0.01})";

@@ -387,8 +387,10 @@ struct NodeShapeFlagOp {
   }
 };
 
-// per flagged query point: its index, position, velocity, shapes in reach and deepest penetration
-// to the compact list from offset[q]
+// per flagged query point: its index, position, velocity, shapes in reach (and their low
+// reach_bytes bytes, the host's copy: an environment of up to 8 reach_bytes shapes), deepest
+// penetration (and that or 0, whichever is larger, for the maximum over the points) to the compact
+// list from offset[q]
 struct NodeShapeCompactOp {
   const Scalar* x;
   const Scalar* v;
@@ -401,6 +403,9 @@ struct NodeShapeCompactOp {
   std::uint64_t* out_reach;
   const Scalar* pen;
   Scalar* out_pen;
+  Index reach_bytes;
+  unsigned char* out_reach_bytes;
+  Scalar* out_pen_clamped;
   CONDSIM_HD_INLINE void operator()(Index q) const {
     if (flag[q] == 0) return;
     const Index k = offset[q];
@@ -408,7 +413,9 @@ struct NodeShapeCompactOp {
     StoreVec3(out_x, k, LoadVec3(x, q));
     StoreVec3(out_v, k, LoadVec3(v, q));
     out_reach[k] = reach[q];
+    for (Index b = 0; b < reach_bytes; ++b) out_reach_bytes[reach_bytes * k + b] = static_cast<unsigned char>(reach[q] >> (8 * b));
     out_pen[k] = pen[q];
+    out_pen_clamped[k] = pen[q] > 0 ? pen[q] : Scalar(0);
   }
 };
 

@@ -190,7 +190,15 @@ void Detector::SetShapes(const std::vector<NodeShape>& shapes, const std::vector
   point_count_ = Array<Index>(backend_, nq);
   point_offset_ = Array<Index>(backend_, nq);
   reach_bits_ = true;
-  for (std::size_t e = 0; e + 1 < env_ptr.size(); ++e) reach_bits_ = reach_bits_ && env_ptr[e + 1] - env_ptr[e] <= NodeShapeFlagOp::kReachBits;
+  Index most = 0;
+  for (std::size_t e = 0; e + 1 < env_ptr.size(); ++e) {
+    reach_bits_ = reach_bits_ && env_ptr[e + 1] - env_ptr[e] <= NodeShapeFlagOp::kReachBits;
+    most = std::max(most, env_ptr[e + 1] - env_ptr[e]);
+  }
+  // the reach bits come down in as few bytes as the environment with the most shapes needs
+  reach_bytes_ = std::min<Index>(8, std::max<Index>(1, (most + 7) / 8));
+  node_reach_bytes_ = Array<unsigned char>(backend_, reach_bytes_ * nq);
+  node_pen_clamped_ = Array<Scalar>(backend_, nq);
 }
 
 void Detector::UpdateShapes(Index first, const std::vector<NodeShape>& shapes) {
@@ -218,15 +226,22 @@ const NodeCandidates& Detector::ShapeCandidates(Index n, Scalar dt, Scalar margi
                                    node_reach_.data(), node_pen_.data()});
   const Index total = backend_->ExclusiveScan(n, node_flag_, &node_offset_);
   if (total == 0) return candidates_;
+  node_pen_clamped_.Resize(backend_, total);  // (within its capacity: the query points)
   kernels_->Run(n, NodeShapeCompactOp{x_.data(), v_.data(), node_flag_.data(), node_offset_.data(), node_reach_.data(), node_query_.data(),
-                                      node_x_.data(), node_v_.data(), node_out_reach_.data(), node_pen_.data(), node_out_pen_.data()});
+                                      node_x_.data(), node_v_.data(), node_out_reach_.data(), node_pen_.data(), node_out_pen_.data(),
+                                      reach_bytes_, node_reach_bytes_.data(), node_pen_clamped_.data()});
   candidates_.query.resize(std::size_t(total));
   backend_->CopyToHost(candidates_.query.data(), node_query_.data(), sizeof(Index) * std::size_t(total));
   if (positions || !reach_bits_) CandidatePositions();
   // the backend's reach decisions, or the velocities to take them on the host
   if (reach_bits_) {
-    candidates_.reach.resize(std::size_t(total));
-    backend_->CopyToHost(candidates_.reach.data(), node_out_reach_.data(), sizeof(std::uint64_t) * std::size_t(total));
+    // (their low reach_bytes_ bytes: the others are 0)
+    reach_host_.resize(std::size_t(reach_bytes_) * std::size_t(total));
+    backend_->CopyToHost(reach_host_.data(), node_reach_bytes_.data(), reach_host_.size());
+    candidates_.reach.assign(std::size_t(total), 0);
+    for (std::size_t k = 0; k < std::size_t(total); ++k)
+      for (std::size_t b = 0; b < std::size_t(reach_bytes_); ++b)
+        candidates_.reach[k] |= std::uint64_t(reach_host_[std::size_t(reach_bytes_) * k + b]) << (8 * b);
   } else {
     candidates_.v.resize(3 * std::size_t(total));
     backend_->CopyToHost(candidates_.v.data(), node_v_.data(), sizeof(Scalar) * 3 * std::size_t(total));
@@ -240,6 +255,11 @@ const NodeCandidates& Detector::CandidatePositions() {
   candidates_.x.resize(3 * total);
   backend_->CopyToHost(candidates_.x.data(), node_x_.data(), sizeof(Scalar) * 3 * total);
   return candidates_;
+}
+
+Scalar Detector::CandidateMaxPenetration() {
+  // (sized to the listed points by ShapeCandidates)
+  return candidates_.size() == 0 ? Scalar(0) : backend_->MaxAbs(node_pen_clamped_);
 }
 
 const NodeCandidates& Detector::CandidatePenetrations() {

@@ -79,12 +79,15 @@ class Detector {
   // the query points q < n (whose query point is vertex q) within reach of an analytic shape of
   // their environment (NodeShapeFlagOp); only these points are downloaded: index, position and
   // the shapes in reach (36 B each), or the velocity in place of the last (52 B) when an
-  // environment has more than 64 shapes. positions = false: index and shapes only (12 B each)
-  // when the shapes fit the bits; CandidatePositions / CandidatePenetrations read the rest
+  // environment has more than 64 shapes. positions = false: index and shapes only when the shapes
+  // fit the bits (4 B and a byte per 8 shapes of the environment with the most each);
+  // CandidatePositions / CandidatePenetrations / CandidateMaxPenetration read the rest
   const NodeCandidates& ShapeCandidates(Index n, Scalar dt, Scalar margin, bool positions = true);
   // the last ShapeCandidates' positions and deepest penetrations (one read each, when first asked)
   const NodeCandidates& CandidatePositions();
   const NodeCandidates& CandidatePenetrations();
+  // the deepest penetration of them all, or 0 when none is deeper (one read of 8 B)
+  Scalar CandidateMaxPenetration();
   // per query point q < n (those ShapeCandidates tests) its node in the solver's numbering, for
   // the rows of the plans' runs (uploaded when it changes)
   void SetQueryNodes(const std::vector<Index>& nodes);
@@ -124,10 +127,13 @@ class Detector {
   Array<Index> shape_env_ptr_, shape_list_, node_flag_, node_offset_, node_query_;
   Array<Scalar> node_x_, node_v_;
   Array<std::uint64_t> node_reach_, node_out_reach_;
-  Array<Scalar> node_pen_, node_out_pen_;
+  Array<Scalar> node_pen_, node_out_pen_, node_pen_clamped_;
+  Array<unsigned char> node_reach_bytes_;  // reach_bytes_ per flagged point: the reach bits' low bytes
+  Index reach_bytes_ = 8;                  // bytes that hold the most shapes of an environment
   bool reach_bits_ = true;  // every environment's shapes fit the reach bits
   Index shape_queries_ = 0;  // query points q < shape_queries_ have vertex q
   NodeCandidates candidates_;
+  std::vector<unsigned char> reach_host_;  // the reach bits' bytes as read
   ContactPlanArrays plan_;
   ContactRowArrays rows_;
   Array<Index> point_count_, point_offset_, query_node_;  // per flagged point; per query point

@@ -173,7 +173,9 @@ void DetectStage::MakeRuns(const WorldBodies& w, const NodeCandidates& cand, con
 const NodeCandidates& DetectStage::FlaggedPoints(const WorldBodies& w) {
   // their indices and shapes in reach first; the positions only when some point reaches an
   // analytic rigid body (its D-contact's virtual node is made here), else the penetrations (the
-  // step's statistic) and the S-contacts' frames stay on the backend
+  // step's statistic: with one environment their maximum alone) and the S-contacts' frames stay
+  // on the backend
+  max_penetration_ = -1;
   const NodeCandidates& cand = triangles_.ShapeCandidates(w, false);
   if (!cand.x.empty() || cand.size() == 0) return cand;
   bool positions = false;
@@ -182,13 +184,18 @@ const NodeCandidates& DetectStage::FlaggedPoints(const WorldBodies& w) {
     const std::size_t statics = env_statics_[std::size_t(w.Env(triangles_.query_kind(q), triangles_.query_body(q)))].size();
     positions = statics < 64 && (cand.reach[std::size_t(c)] >> statics) != 0;
   }
-  return positions ? triangles_.detector().CandidatePositions() : triangles_.detector().CandidatePenetrations();
+  if (positions) return triangles_.detector().CandidatePositions();
+  if (w.num_envs() > 1) return triangles_.detector().CandidatePenetrations();
+  max_penetration_ = triangles_.detector().CandidateMaxPenetration();
+  return cand;
 }
 
 bool DetectStage::Deferred(Index m) const { return std::size_t(m) < deferred_point_.size() && deferred_point_[std::size_t(m)] >= 0; }
 
 Scalar DetectStage::Penetration(const ContactSet& contacts, Index m) const {
   if (!Deferred(m)) return -contacts.phi[std::size_t(m)] * dt_;
+  // (one environment: the points' deepest, or 0, stands for each; the step's maximum is the same)
+  if (max_penetration_ >= 0) return max_penetration_;
   return triangles_.detector().candidates().pen[std::size_t(deferred_point_[std::size_t(m)])];
 }
 

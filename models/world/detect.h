@@ -48,6 +48,8 @@ class DetectStage : public ContactRecordWriter {
   // points' positions, 24 B each; then the host's arithmetic, so the same numbers as the backend's)
   void Complete() override;
   // contact m's penetration -phi t [m] (the step's statistic), the backend's for a deferred one
+  // (with one environment the deepest of the step's deferred contacts, or 0, for each of them:
+  // only their maximum is a statistic)
   Scalar Penetration(const ContactSet& contacts, Index m) const;
   // capacity for the plans of up to `contacts` contacts
   void Reserve(Index contacts);
@@ -97,6 +99,7 @@ class DetectStage : public ContactRecordWriter {
   std::vector<DeferredContact> deferred_;
   std::vector<Index> deferred_point_;
   ContactSet* target_ = nullptr;                        // the set the last Run filled
+  Scalar max_penetration_ = -1;  // the flagged points' deepest penetration (or 0) when read alone, else -1
   const std::vector<StaticShape>* statics_ = nullptr;  // WorldBodies::statics
 };
 
