@@ -150,6 +150,19 @@ struct BodyModeGateOp {
   }
 };
 
+// free bodies: *still = 1 when every patch is loaded (then the level's correction is 0 for the rest
+// of the solve: the host may leave it out), else 0; loaded null: 0 (one item)
+struct BodyModeAllLoadedOp {
+  const unsigned char* loaded;  // per patch (BodyModeGateOp)
+  Index patches;
+  Scalar* still;
+  CONDSIM_HD_INLINE void operator()(Index) const {
+    bool all = loaded != nullptr;
+    for (Index p = 0; p < patches && all; ++p) all = loaded[p] != 0;
+    *still = all ? Scalar(1) : Scalar(0);
+  }
+};
+
 // truncated modes (CondParams::truncated_modes): the patches also list the contact nodes whose
 // contacts were idle at the last refresh; per patch g -= Z^T Jc^T lambda over its contacts, so
 // the correction is the Galerkin step on the force-balanced residual A v - b - Jc^T lambda and

@@ -484,6 +484,11 @@ void CondBodyModes::CorrectedStep(const Array<Scalar>& v, const Array<Scalar>& w
                                                                     keep_r ? ctx_->r.data() : nullptr, u->data()});
 }
 
+void CondBodyModes::SetStillFlag(Scalar* slot) {
+  still_flag_ = free_ && correcting() ? slot : nullptr;
+  if (still_flag_ != nullptr) ctx_->kernels->BodyModeAllLoaded(BodyModeAllLoadedOp{nullptr, 0, still_flag_});
+}
+
 BodyModeApplyOp CondBodyModes::ApplyOp(Array<Scalar>* v) {
   return BodyModeApplyOp{arrays_.view(), listed_, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v->data(),
                          ctx_->r.data()};
@@ -501,6 +506,7 @@ void CondBodyModes::Correction(const Array<Scalar>& v) {
   if (free_) {
     k.BodyModeGateChunk(gate_chunks_, BodyModeGateChunkOp{view, ctx_->lambda.data(), loaded_.data(), gate_hit_.data()});
     k.BodyModeGate(num_patches_, BodyModeGateOp{view, gate_hit_.data(), loaded_.data(), g_.data()});
+    if (still_flag_ != nullptr) k.BodyModeAllLoaded(BodyModeAllLoadedOp{loaded_.data(), num_patches_, still_flag_});
   }
   const bool limited = admitted_ > 0;
   const ContactView contacts = ctx_->contacts.view();

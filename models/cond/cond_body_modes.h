@@ -145,6 +145,10 @@ class CondBodyModes : public CondComponent {
   // the solver's check buffer, read at each convergence check) where a cut step asks for a
   // refresh, cleared here; without them none (refresh_flag_set() is false)
   void StartSolve(Scalar* refresh_flag);
+  // free bodies: each correction writes to `slot` whether every patch is loaded
+  // (BodyModeAllLoadedOp: from then on its correction is 0), read with the host's check; null: none
+  void SetStillFlag(Scalar* slot);
+  bool still_flag_set() const { return still_flag_ != nullptr; }
   // the check's read of those flags: the environments that asked refresh at their next
   // iteration that may (and the flags are cleared)
   void RefreshRequested(const Scalar* flags);
@@ -209,6 +213,7 @@ class CondBodyModes : public CondComponent {
   Array<unsigned char> blocked_;  // truncated modes: per contact, it limited a step
   Array<unsigned char> idle_;     // truncated modes: per contact, BodyModeIdleOp's test at a refresh
   Scalar* refresh_flag_ = nullptr;  // truncated modes: StartSolve's slot
+  Scalar* still_flag_ = nullptr;    // free bodies: SetStillFlag's slot
   // the coarse inverses (BodyModeInvertOp), one slot per body of SetBodyModes ((6 m)^2 for its m
   // patches, so a body keeps its slot whatever the other bodies do), and per body the listed
   // nodes its inverse was made for and the solves since: each body's inverse is made again every

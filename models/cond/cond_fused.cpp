@@ -41,8 +41,7 @@ bool CondSolver::Residual(int l, DeviceBlockMatrix& a, const Array<Scalar>& b, c
   // the W step in the same pass when Iterate would start it from v with this W (step_.Update
   // changes only a Barzilai-Borwein W)
   const bool step = params_.step_size == StepSize::kFrobenius &&
-                    (!chains_.active() || params_.chain_gauss_seidel) && !modes_.correcting() &&
-                    !(free_.correcting() && l > 0);
+                    (!chains_.active() || params_.chain_gauss_seidel) && !modes_.correcting() && !FreeLevel(l);
   const Array<unsigned char>* mask = row_mask();
   kernels_->Residual(ctx_.nodes, CondResidualOp{a.row_ptr().data(), a.col_idx().data(), a.values().data(), v.data(), b.data(),
                                                 mask != nullptr ? mask->data() : nullptr, ctx_.r.data(),

@@ -19,7 +19,7 @@ class CondKernels
                        FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeSparseMatrixOp, BodyModeSparseFactorOp, BodyModeSparseSolveOp, BodyModeInvertOp,
-                       BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeContactForceChunkOp,
+                       BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeAllLoadedOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
                        BodyModeSolveOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeRowOffsetOp, BodyModeGatherArmOp, BodyModeNodeArmOp, BodyPatchCentreOp, BodyPatchArmOp,
@@ -97,6 +97,7 @@ class CondKernels
   void BodyModeResidual(Index patches, const BodyModeResidualOp& op) { Run(patches, op); }
   void BodyModeGateChunk(Index chunks, const BodyModeGateChunkOp& op) { Run(chunks, op); }
   void BodyModeGate(Index patches, const BodyModeGateOp& op) { Run(patches, op); }
+  void BodyModeAllLoaded(const BodyModeAllLoadedOp& op) { Run(1, op); }
   void BodyModeContactForceChunk(Index chunks, const BodyModeContactForceChunkOp& op) { Run(chunks, op); }
   void BodyModeContactForce(Index patches, const BodyModeContactForceOp& op) { Run(patches, op); }
   void BodyModeLimitChunk(Index chunks, const BodyModeLimitChunkOp& op) { Run(chunks, op); }

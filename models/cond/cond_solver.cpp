@@ -194,8 +194,8 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     env_theta2_.Resize(b, ctx_.num_envs);
     env_chebyshev_.Resize(b, ctx_.num_envs);
     // (one more slot per environment: the truncated modes' refresh requests, read with the rest
-    // when they run)
-    env_check_.Resize(b, 4 * ctx_.num_envs);
+    // when they run; and one for the free-body level's still flag)
+    env_check_.Resize(b, 4 * ctx_.num_envs + 1);
     ctx_.env_active.Resize(b, ctx_.num_envs);
     row_active_.Resize(b, ctx_.num_envs > 1 ? nodes : 0);
     b->Fill(0, &ctx_.r);  // rows of environments left out are never computed
@@ -264,7 +264,7 @@ void CondSolver::Iterate(int l, const Array<Scalar>& b, const Array<Scalar>& v, 
   // which contacts are idle, the impulses of a cold start say nothing; then the patches)
   // (fused passes without chains: the last level's correction and the W step in one pass, which
   // writes u and, for the barycentric hosts, r; nothing below reads the corrected v)
-  const bool free_level = free_.correcting() && l > 0;
+  const bool free_level = FreeLevel(l);
   const bool fused_step = params_.fused_passes && !chains_.active() && !u_ready && (free_level || modes_.correcting());
   const Array<Scalar>* corrected = &v;
   if (free_level) {
@@ -363,10 +363,14 @@ void CondSolver::Converge(int l, Loop* loop, Array<Scalar>* v, CondStats* st) {
   std::vector<unsigned char> failed;
   double worst = 0;
   if (check) {
-    const bool flag = modes_.refresh_flag_set();
-    loop->check.resize(std::size_t(3 * ne + (flag ? ne : 0)));
+    // (and, until it is 1, whether every free body is loaded: then its level is left out, its
+    // correction being 0 for the rest of the solve)
+    const bool flag = modes_.refresh_flag_set(), still = free_.still_flag_set() && !free_still_;
+    const std::size_t still_at = std::size_t(3 * ne + (flag ? ne : 0));
+    loop->check.resize(still_at + (still ? 1 : 0));
     backend_->CopyToHost(loop->check.data(), env_check_.data(), sizeof(Scalar) * loop->check.size());
     if (flag) modes_.RefreshRequested(loop->check.data() + 3 * ne);
+    if (still && loop->check[still_at] != 0) free_still_ = true;
     st->chebyshev_restarts = 0;
     for (Index e = 0; e < ne; ++e) st->chebyshev_restarts += int(loop->check[std::size_t(ne + e)]);
     bool changed = false;
@@ -496,6 +500,8 @@ CondStats CondSolver::Solve(DeviceBlockMatrix& a, const Array<Scalar>& b, Array<
   ProfileRange loop_range("cond loop");
   const BackendCounters c0 = backend_->counters();
   modes_.StartSolve(env_check_.data() + 3 * ne);
+  free_still_ = false;
+  free_.SetStillFlag(keep_loaded_free_level_ ? nullptr : env_check_.data() + 3 * ne + (modes_.refresh_flag_set() ? ne : 0));
 
   for (int l = 0; l < params_.max_iterations && loop.running > 0; ++l) {
     // truncated modes: the patches re-chosen from the last iteration's impulses

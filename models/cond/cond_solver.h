@@ -145,6 +145,9 @@ class CondSolver {
   // per environment whether the solves iterate it (empty: all); one left out keeps v as given
   // and reports 0 iterations (a batch's failed environment)
   void SetEnabledEnvironments(const std::vector<unsigned char>& enabled);
+  // tests: keep the free-body level's correction when every free body is loaded (it is 0 then; by
+  // default the level is left out from the check that reads it)
+  void set_keep_loaded_free_level(bool on) { keep_loaded_free_level_ = on; }
   // the contacts of the next solves; impulses start at zero unless warm-started. The backend's
   // record is uploaded, or written by `writer` when given (it remakes fields there)
   void SetContacts(const ContactSet& contacts, ContactRecordWriter* writer = nullptr);
@@ -275,6 +278,11 @@ class CondSolver {
   CondRigidGroups rigid_{&ctx_};
   CondBodyModes modes_{&ctx_};
   CondBodyModes free_{&ctx_};  // the free-body level: whole bodies with their idle contact nodes
+  // whether iteration l takes the free-body level's correction: from the second iteration on,
+  // until every free body is loaded (free_still_, read with a check; its correction is 0 then)
+  bool FreeLevel(int l) const { return free_.correcting() && l > 0 && !free_still_; }
+  bool free_still_ = false;
+  bool keep_loaded_free_level_ = false;
   CondChains chains_{&ctx_};
   // the components in hook order
   std::vector<CondComponent*> parts_{&bary_, &rigid_, &free_, &modes_, &chains_};

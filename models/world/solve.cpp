@@ -66,6 +66,7 @@ void SolveStage::Summarize(const WorldBodies& w, VhatSummary* vhat) {
 
 void SolveStage::Build(const WorldBodies& w) {
   solver_ = std::make_unique<CondSolver>(w.backend, w.params.cond);
+  solver_->set_keep_loaded_free_level(keep_loaded_free_level_);
   // the momentum check of the stop rule: 2 m / t per DOF of eq. 9's mass part of the FEM nodes
   // (rigid bodies and virtual nodes 0), one body per FEM body and cable. Cables are left out (0):
   // their chains take the exact W of their contact-free system (CondChains), so theta already

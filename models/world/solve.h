@@ -29,6 +29,8 @@ class SolveStage {
                 ContactRecordWriter* writer, Index step, Scalar time, VhatSummary* vhat, std::vector<EnvFailure>* failures);
   // tests: the last Run's contacts on the backend, read back (CondSolver::BackendContacts)
   ContactSet BackendContacts() const { return solver_->BackendContacts(); }
+  // tests: CondSolver::set_keep_loaded_free_level (before the first Run)
+  void set_keep_loaded_free_level(bool on) { keep_loaded_free_level_ = on; }
   // the last Run's contacts and impulses on the backend (CondSolver::contact_record)
   ContactView contact_record() const { return solver_->contact_record(); }
   const Scalar* impulses_on_backend() const { return solver_->impulses_on_backend(); }
@@ -61,6 +63,7 @@ class SolveStage {
   Array<Scalar> node_mass_, terms_, ke_, ones_, max_out_, ke_out_;
   SegmentOffsets max_segments_, ke_segments_;
   std::vector<Index> body_segment_;
+  bool keep_loaded_free_level_ = false;
 };
 
 }  // namespace condsim

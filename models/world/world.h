@@ -201,6 +201,9 @@ class World {
   ContactSet BackendContacts() const { return solve_.BackendContacts(); }
   // tests: the inelastic stage corrects every contact on the host (InelasticStage::set_host_only)
   void set_inelastic_host_only(bool on) { inelastic_.set_host_only(on); }
+  // tests: the solver keeps the free-body level when every free body is loaded
+  // (CondSolver::set_keep_loaded_free_level; before the first step)
+  void set_keep_loaded_free_level(bool on) { solve_.set_keep_loaded_free_level(on); }
   Index inelastic_backend_contacts() const { return inelastic_.backend_contacts(); }
   // how many of them the backend remade (the S-contacts of FEM nodes and cable centres against
   // static shapes, DetectStage::Write)
