@@ -189,6 +189,7 @@ void Detector::SetShapes(const std::vector<NodeShape>& shapes, const std::vector
   node_out_pen_ = Array<Scalar>(backend_, nq);
   point_count_ = Array<Index>(backend_, nq);
   point_offset_ = Array<Index>(backend_, nq);
+  query_node_.Reserve(backend_, nq, false);  // (SetQueryNodes, whenever the first runs come)
   reach_bits_ = true;
   Index most = 0;
   for (std::size_t e = 0; e + 1 < env_ptr.size(); ++e) {
@@ -275,7 +276,7 @@ void Detector::SetQueryNodes(const std::vector<Index>& nodes) {
                                                                             << " shape queries");
   if (nodes == query_node_host_) return;
   query_node_host_ = nodes;
-  query_node_ = Array<Index>(backend_, nodes);
+  query_node_.Assign(backend_, nodes);
 }
 
 void Detector::WriteContacts(const ContactPlan& plan, Scalar dt, Scalar angle, const ContactOutView& out) {
