@@ -220,12 +220,12 @@ TEST(CondBodyModes, StillPatchesAreSkippedByTheCorrection) {
   Array<Scalar> t_d(b, t), dv_d(b, dv), v_d(b, v), r_d(b, r), w_d(b, w), u_d(b, std::vector<Scalar>(3 * std::size_t(nodes), 0));
   Array<Index> env(b, std::vector<Index>(std::size_t(nodes), 0)), row(b, std::vector<Index>(std::size_t(nodes), -1));
   Array<unsigned char> active(b, std::vector<unsigned char>{1});
-  const BodyModeApplyOp apply{ops.arrays.view(), listed, t_d.data(), dv_d.data(), env.data(), active.data(), v_d.data(), r_d.data()};
+  const BodyModeCorrection apply{ops.arrays.view(), listed, t_d.data(), dv_d.data(), env.data(), active.data(), v_d.data(), r_d.data()};
   // the fused pass first (it reads v and r, writes u and r), then the separate op on v and a copy of r
   Array<Scalar> r_step(b, r);
   ops.kernels->BodyModeRow(nodes, BodyModeRowOp{ops.arrays.view(), listed, false, row.data()});
   ops.kernels->BodyModeRow(halo, BodyModeRowOp{ops.arrays.view(), listed, true, row.data()});
-  BodyModeApplyOp step_apply = apply;
+  BodyModeCorrection step_apply = apply;
   step_apply.r = r_step.data();
   // per node its first entry of T and its arm (the rows are in node order: row q is node q's)
   std::vector<Index> offset(std::size_t(nodes) + 1, entries);

@@ -378,14 +378,14 @@ struct BodyModeSolveOp {
   }
 };
 
-// per row of T: a listed node moves, v_i += Z_i dv_p = dv_lin + dv_ang x r; listed and halo
-// nodes alike r_i += sum_P T_iP dv_P, so r stays A v - b on every row the correction reaches
-// (a halo row left stale would hand the W step of a contact node the residual from before the
-// correction); nodes of stopped environments skipped (their iterate is not committed). A patch
-// whose dv is 0 (a loaded free body, a step limited to 0) is skipped: its T blocks are not read,
-// and a row that no moving patch reaches is not written
-struct BodyModeApplyOp {
-  static constexpr Index kGrain = 8192;  // items per CPU thread at least (cpu/parallel.h)
+// a level's correction once its dv is known (BodyModeApplyStepOp applies it node by node): a
+// listed node moves, v_i += Z_i dv_p = dv_lin + dv_ang x r; listed and halo nodes alike
+// r_i += sum_P T_iP dv_P, so r stays A v - b on every row the correction reaches (a halo row left
+// stale would hand the W step of a contact node the residual from before the correction); nodes
+// of stopped environments skipped (their iterate is not committed). A patch whose dv is 0 (a
+// loaded free body, a step limited to 0) is skipped: its T blocks are not read, and a row that no
+// moving patch reaches is not written
+struct BodyModeCorrection {
   BodyModeView m;
   Index listed;  // rows q < listed are listed nodes, the rest halo nodes
   const Scalar* t;
@@ -400,15 +400,12 @@ struct BodyModeApplyOp {
       if (dv[6 * std::int64_t(p) + d] != 0) return true;
     return false;
   }
-  // row q (listed node i) of the correction of v: Z_i dv (its patch moves)
-  CONDSIM_HD_INLINE Vec3 ModeVelocity(Index q, Index i) const { return PatchVelocity(m.node_patch[i], LoadVec3(m.arm, q)); }
-  // the velocity of patch p's mode dv at the arm
+  // the velocity of patch p's mode dv at the arm: Z_i dv for a listed node of the patch
   CONDSIM_HD_INLINE Vec3 PatchVelocity(Index p, const Vec3& arm) const {
     return LoadVec3(dv, 2 * p) + Cross(LoadVec3(dv, 2 * p + 1), arm);
   }
-  // row q of the correction of r: (T dv)_q over the moving patches; *moved: one was reached
-  CONDSIM_HD_INLINE Vec3 ResidualChange(Index q, bool* moved) const { return EntriesChange(m.t_ptr[q], m.t_end[q], moved); }
-  // the same over T's entries [begin, end) of one row
+  // a row's correction of r over its entries [begin, end) of T: (T dv) over the moving patches;
+  // *moved: one was reached
   CONDSIM_HD_INLINE Vec3 EntriesChange(Index begin, Index end, bool* moved) const {
     Vec3 dr;
     *moved = false;
@@ -420,26 +417,18 @@ struct BodyModeApplyOp {
     }
     return dr;
   }
-  CONDSIM_HD_INLINE void operator()(Index q) const {
-    const Index i = q < listed ? m.node[q] : m.halo[q - listed];
-    if (!env_active[node_env[i]]) return;
-    if (q < listed && Moves(m.node_patch[i])) AddVec3(v, i, ModeVelocity(q, i));
-    bool moved;
-    const Vec3 dr = ResidualChange(q, &moved);
-    if (moved) AddVec3(r, i, dr);
-  }
 };
 // the correction of the last body-mode level and the W step in one pass over all nodes (CondParams::
-// fused_passes, no chains): u = (v + Z dv) - W (r + T dv) (eq. 20), bitwise BodyModeApplyOp on a
+// fused_passes, no chains): u = (v + Z dv) - W (r + T dv) (eq. 20), bitwise the correction on a
 // copy of v followed by FpiStepOp, without the copy (nothing later in the iteration reads it) and
 // with r + T dv stored only where r_out is given (barycentric hosts read r after the W step). A
 // node's entries of T come from t_offset and its arm from node_arm, in node order like the pass
 // (t_ptr, t_end and arm are in the rows' order, patch by patch: read per node they miss the cache).
-// w null: no W step, u = v + Z dv and r + T dv to r_out (a level below the last: bitwise a copy of
-// v then BodyModeApplyOp over the rows, in one pass in node order)
+// w null: no W step, u = v + Z dv and r + T dv to r_out (a level below the last: its corrected
+// copy of v)
 struct BodyModeApplyStepOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
-  BodyModeApplyOp apply;  // its v and r are read here, never written
+  BodyModeCorrection apply;  // its v and r are read here, never written
   const Index* node_row;  // per node its row of T, or -1 (BodyModeRowOp)
   const Index* t_offset;  // per node + 1: its row's first entry of T (MakeRowsOfT)
   const Scalar* node_arm;  // 3 per node: a listed node's arm (BodyModeNodeArmOp)

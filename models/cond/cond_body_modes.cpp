@@ -472,7 +472,7 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
   v_keep_.Resize(ctx_->backend, v.size());
   Correction(v);
   // the corrected copy of v and r + T dv in one pass over the nodes
-  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), node_row_.data(), t_offset_.data(),
+  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyData(const_cast<Array<Scalar>*>(&v)), node_row_.data(), t_offset_.data(),
                                                                     node_arm_.data(), nullptr, ctx_->r.data(), v_keep_.data()});
   return v_keep_;
 }
@@ -480,7 +480,7 @@ const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {
 void CondBodyModes::CorrectedStep(const Array<Scalar>& v, const Array<Scalar>& w, bool keep_r, Array<Scalar>* u) {
   Correction(v);
   // (the op reads v and never writes it)
-  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyOp(const_cast<Array<Scalar>*>(&v)), node_row_.data(), t_offset_.data(), node_arm_.data(), w.data(),
+  ctx_->kernels->BodyModeApplyStep(ctx_->nodes, BodyModeApplyStepOp{ApplyData(const_cast<Array<Scalar>*>(&v)), node_row_.data(), t_offset_.data(), node_arm_.data(), w.data(),
                                                                     keep_r ? ctx_->r.data() : nullptr, u->data()});
 }
 
@@ -489,8 +489,8 @@ void CondBodyModes::SetStillFlag(Scalar* slot) {
   if (still_flag_ != nullptr) ctx_->kernels->BodyModeAllLoaded(BodyModeAllLoadedOp{nullptr, 0, still_flag_});
 }
 
-BodyModeApplyOp CondBodyModes::ApplyOp(Array<Scalar>* v) {
-  return BodyModeApplyOp{arrays_.view(), listed_, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v->data(),
+BodyModeCorrection CondBodyModes::ApplyData(Array<Scalar>* v) {
+  return BodyModeCorrection{arrays_.view(), listed_, t_.data(), dv_.data(), ctx_->node_env.data(), ctx_->env_active.data(), v->data(),
                          ctx_->r.data()};
 }
 

@@ -176,8 +176,8 @@ class CondBodyModes : public CondComponent {
   // the sparse bodies' dv from this solve's g (BodyModeSparseSolveOp)
   void SolveSparse();
   BodyModeFactorValues FactorValues();
-  // the correction's op on v (and r)
-  BodyModeApplyOp ApplyOp(Array<Scalar>* v);
+  // the correction's data on v (and r) for BodyModeApplyStepOp
+  BodyModeCorrection ApplyData(Array<Scalar>* v);
 
   BodyModes modes_;
   bool free_ = false;      // the free-body level (SetFreeBodies)

@@ -153,10 +153,8 @@ class CondSolver {
   void SetContacts(const ContactSet& contacts, ContactRecordWriter* writer = nullptr);
   // tests: the contact record on the backend, read back
   ContactSet BackendContacts() const;
-  // the contacts of the last SetContacts, as given (NaN frames and phi where the writer left them
-  // on the backend: ContactRecordWriter::Deferred), and on the backend with their impulses (3 per
-  // contact) for the backend's later stages
-  const ContactSet& contacts() const { return ctx_.contacts_host; }
+  // the contacts of the last SetContacts on the backend with their impulses (3 per contact) for
+  // the backend's later stages
   ContactView contact_record() const { return ctx_.contacts.view(); }
   const Scalar* impulses_on_backend() const { return ctx_.lambda.data(); }
   // capacity for up to max_nodes nodes (the base nodes and the virtual nodes of `bounds`) and

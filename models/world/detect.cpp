@@ -139,8 +139,7 @@ void DetectStage::MakeRuns(const WorldBodies& w, const NodeCandidates& cand, con
       ++m;
       continue;
     }
-    const Index q = cand.query[std::size_t(c)];
-    const std::size_t statics = env_statics_[std::size_t(w.Env(triangles_.query_kind(q), triangles_.query_body(q)))].size();
+    const std::size_t statics = StaticShapes(w, cand.query[std::size_t(c)]);
     const std::uint64_t bits = cand.reach[std::size_t(c)] & (statics >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << statics) - 1);
     const Index len = static_cast<Index>(std::bitset<64>(bits).count());
     bool block = m + len <= n;
@@ -180,14 +179,17 @@ const NodeCandidates& DetectStage::FlaggedPoints(const WorldBodies& w) {
   if (!cand.x.empty() || cand.size() == 0) return cand;
   bool positions = false;
   for (Index c = 0; c < cand.size() && !positions; ++c) {
-    const Index q = cand.query[c];
-    const std::size_t statics = env_statics_[std::size_t(w.Env(triangles_.query_kind(q), triangles_.query_body(q)))].size();
+    const std::size_t statics = StaticShapes(w, cand.query[c]);
     positions = statics < 64 && (cand.reach[std::size_t(c)] >> statics) != 0;
   }
   if (positions) return triangles_.detector().CandidatePositions();
   if (w.num_envs() > 1) return triangles_.detector().CandidatePenetrations();
   max_penetration_ = triangles_.detector().CandidateMaxPenetration();
   return cand;
+}
+
+std::size_t DetectStage::StaticShapes(const WorldBodies& w, Index q) const {
+  return env_statics_[std::size_t(w.Env(triangles_.query_kind(q), triangles_.query_body(q)))].size();
 }
 
 bool DetectStage::Deferred(Index m) const { return std::size_t(m) < deferred_point_.size() && deferred_point_[std::size_t(m)] >= 0; }

@@ -60,6 +60,8 @@ class DetectStage : public ContactRecordWriter {
   // the flagged FEM surface nodes and cable centres (Detector::ShapeCandidates), with their
   // positions only when the host needs them
   const NodeCandidates& FlaggedPoints(const WorldBodies& w);
+  // the static shapes of query point q's environment: its first reach bits
+  std::size_t StaticShapes(const WorldBodies& w, Index q) const;
   // the runs of the last Run's contacts (runs_, in_run_) and the query points' nodes
   void MakeRuns(const WorldBodies& w, const NodeCandidates& cand, const ContactSet& contacts);
   void RigidContacts(const WorldBodies& w, const std::vector<Scalar>& rx, const std::vector<Scalar>& rv, Nodalizer* nodes,
