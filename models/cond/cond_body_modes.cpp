@@ -244,6 +244,19 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   v_keep_.Reserve(b, 3 * max_nodes, false);  // written whole before each read (Corrected)
   node_row_.Reserve(b, max_nodes);
   node_arm_.Reserve(b, 3 * max_nodes, false);  // written at each Prepare before it is read
+  // per node, per patch and per body of modes_ (a solve uses a selection), kept as the first step
+  // made them: a level first prepared at a later step (the first contact) allocates nothing then
+  t_offset_.Reserve(b, max_nodes + 1);
+  const Index patches = modes_.size(), bodies = static_cast<Index>(coarse_age_.size());
+  const Index slots = slot_off_.empty() ? 0 : slot_off_.back();
+  for (Array<Scalar>* x : {&g_, &dv_, &coarse_scale_}) x->Reserve(b, 6 * patches);
+  ac_.Reserve(b, slots);
+  coarse_work_.Reserve(b, slots);
+  coarse_ok_.Reserve(b, bodies);
+  coarse_refresh_.Reserve(b, bodies);
+  if (free_) loaded_.Reserve(b, patches);
+  partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeMinChunk + patches + 1), false);
+  solve_lanes_.Reserve(b, 6 * BodyModeSolveOp::kLanes * patches, false);
   // gate entries: at most two per contact (a D-contact between two patches)
   const Index gate_chunks = 2 * bounds.contacts / kBodyModeMinChunk + modes_.size() + 1;
   gate_partial_.Reserve(b, 6 * gate_chunks, false);
