@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "cpu/parallel.h"
 #include "models/cond/cond_kernels.h"
 #include "test_util.h"
 
@@ -53,9 +54,23 @@ MatX Reference(const MatX& a) {
   return shifted.inverse();
 }
 
+// BodyModeInvertOp as a block runs it: its phases lane by lane (cpu::RunLanes), the lanes of each
+// phase in order (reversed with `reverse`)
+struct InvertBlockOp {
+  BodyModeInvertOp op;
+  bool reverse;
+  CONDSIM_HD_INLINE void operator()(Index b) const {
+    Index lanes[BodyModeInvertOp::kLanes];
+    for (int t = 0; t < BodyModeInvertOp::kLanes; ++t) lanes[t] = reverse ? BodyModeInvertOp::kLanes - 1 - t : t;
+    cpu::RunLanes(op, b, lanes);
+  }
+};
+
 // one launch of BodyModeInvertOp over the given matrices (one body of n/6 patches each)
-// (refresh: per matrix whether to invert it; the others keep the output's prior entries, 7)
-std::vector<MatX> InvertOnBackend(BackendChoice choice, const std::vector<MatX>& mats, const std::vector<unsigned char>& refresh = {}) {
+// (refresh: per matrix whether to invert it; the others keep the output's prior entries, 7;
+// lanes: 0 the backend's launch, 1 / 2 the CPU's lane path in order / reversed)
+std::vector<MatX> InvertOnBackend(BackendChoice choice, const std::vector<MatX>& mats, const std::vector<unsigned char>& refresh = {},
+                                  int lanes = 0) {
   std::unique_ptr<Backend> backend = MakeBackend(choice).backend;
   std::vector<Index> body_ptr{0}, c_off{0};
   std::vector<Scalar> ac;
@@ -74,7 +89,11 @@ std::vector<MatX> InvertOnBackend(BackendChoice choice, const std::vector<MatX>&
   view.body_ptr = body_ptr_d.data();
   view.c_off = c_off_d.data();
   auto kernels = MakeKernels<CondKernels>(*backend);
-  kernels->BodyModeInvert(Index(mats.size()), BodyModeInvertOp{view, ac_d.data(), inv_d.data(), scale.data(), ok.data(), refresh.empty() ? nullptr : refresh_d.data(), 1e-10});
+  const BodyModeInvertOp op{view, ac_d.data(), inv_d.data(), scale.data(), ok.data(), refresh.empty() ? nullptr : refresh_d.data(), 1e-10};
+  if (lanes == 0)
+    kernels->BodyModeInvert(Index(mats.size()), op);
+  else
+    cpu::Launch(1, Index(mats.size()), InvertBlockOp{op, lanes == 2});
   const std::vector<Scalar> out = inv_d.ToHost();
   std::vector<MatX> inv;
   for (std::size_t k = 0; k < mats.size(); ++k)
@@ -125,6 +144,22 @@ TEST(CondCoarseInverse, OnlyTheChosenBodiesAreInverted) {
   }
   EXPECT_LT((inv[1] - Reference(in[1])).norm(), 1e-10 * Reference(in[1]).norm());
   EXPECT_EQ(inv[3].cwiseAbs().maxCoeff(), 0.0);
+}
+
+// the host's path (operator(): X = L^-1 four rows at a time) against the lane path a GPU block runs
+// (one row per lane, in order and reversed): bitwise, on 18, 192 and 198 rows (row counts with 2
+// and 0 left over after the fours) and the three failures
+TEST(CondCoarseInverse, HostPathEqualsTheLanePathBitwise) {
+  std::mt19937 rng(11);
+  std::vector<MatX> in = Inputs();
+  in.push_back(RandomCoarse(18, &rng));
+  in.push_back(RandomCoarse(198, &rng));
+  const std::vector<MatX> host = InvertOnBackend(BackendChoice::kCpu, in);
+  for (int lanes : {1, 2}) {
+    const std::vector<MatX> lane = InvertOnBackend(BackendChoice::kCpu, in, {}, lanes);
+    for (std::size_t k = 0; k < in.size(); ++k) EXPECT_EQ(lane[k], host[k]) << in[k].rows() << " rows, lanes " << lanes;
+  }
+  EXPECT_LT((host.back() - Reference(in.back())).norm(), 1e-10 * Reference(in.back()).norm());
 }
 
 TEST(CondCoarseInverse, CudaMatchesCpu) {

@@ -347,12 +347,18 @@ struct BodyModeSolveOp {
     if (m.c_off[m.patch_body[p]] < 0) return true;
     return m.ptr[p + 1] > m.ptr[p] && !env_active[node_env[m.node[m.ptr[p]]]];
   }
-  // lane t's part of row k: its terms t, t + kLanes, ... in order from 0
-  CONDSIM_HD_INLINE Scalar LaneSum(Index k, int t) const {
+  // row k of its body's A_c^-1, the body's g and the row's length
+  CONDSIM_HD_INLINE Index Row(Index k, const Scalar** row, const Scalar** gb) const {
     const Index p = k / 6, b = m.patch_body[p], first = m.body_ptr[b];
     const Index ld = 6 * (m.body_ptr[b + 1] - first);
-    const Scalar* row = ac_inv + m.c_off[b] + std::int64_t(6 * (p - first) + k % 6) * ld;
-    const Scalar* gb = g + 6 * std::int64_t(first);
+    *row = ac_inv + m.c_off[b] + std::int64_t(6 * (p - first) + k % 6) * ld;
+    *gb = g + 6 * std::int64_t(first);
+    return ld;
+  }
+  // lane t's part of row k: its terms t, t + kLanes, ... in order from 0
+  CONDSIM_HD_INLINE Scalar LaneSum(Index k, int t) const {
+    const Scalar *row, *gb;
+    const Index ld = Row(k, &row, &gb);
     Scalar s = 0;
     for (Index c = t; c < ld; c += kLanes) s += row[c] * gb[c];
     return s;
@@ -370,8 +376,15 @@ struct BodyModeSolveOp {
   }
   CONDSIM_HD_INLINE void operator()(Index k) const {
     if (Skipped(k)) return;
-    Scalar sum[kLanes];
-    for (int t = 0; t < kLanes; ++t) sum[t] = LaneSum(k, t);
+    // the lanes' sums taken front to back over the row (lane t's terms in the same order as
+    // LaneSum: the same sums; contiguous reads with kLanes independent sums)
+    const Scalar *row, *gb;
+    const Index ld = Row(k, &row, &gb);
+    Scalar sum[kLanes] = {};
+    Index c = 0;
+    for (; c + kLanes <= ld; c += kLanes)
+      for (int t = 0; t < kLanes; ++t) sum[t] += row[c + t] * gb[c + t];
+    for (int t = 0; c + t < ld; ++t) sum[t] += row[c + t] * gb[c + t];
     for (int stride = kLanes / 2; stride > 0; stride /= 2)
       for (int t = 0; t < stride; ++t) sum[t] += sum[t + stride];
     dv[k] = -sum[0];

@@ -261,6 +261,10 @@ struct BodyModeInvertOp {
       }
     } else if (phase == 3 + 2 * n) {
       // X = L^-1 (L = U^T) by rows: X_ij = -(sum_{k=j+1..i} X_ik L_kj) / L_jj, j = i-1 .. 0
+      if (stride == 1) {
+        InverseRowsInFours(w, ld, r0, n);
+        return;
+      }
       for (Index i = r0; i < n; i += stride) {
         const Scalar xii = 1 / w[i * ld + i];
         for (Index j = i - 1; j >= 0; --j) {
@@ -286,6 +290,46 @@ struct BodyModeInvertOp {
           row[j] = v;
           a[j * ld + i] = v;
         }
+      }
+    }
+  }
+  // the rows r0 .. n - 1 of X = L^-1 four at a time (the host's call): each row's X_ij in the
+  // order above (j descending; its sum from xii L_ji, then k ascending), the four rows' sums side
+  // by side so that their chains of additions overlap; the same values as row by row
+  CONDSIM_HD_INLINE static void InverseRowsInFours(Scalar* w, std::int64_t ld, Index r0, Index n) {
+    for (Index i0 = r0; i0 < n; i0 += 4) {
+      const Index rows = n - i0 < 4 ? n - i0 : 4;
+      Scalar xii[4];
+      for (Index q = 0; q < rows; ++q) xii[q] = 1 / w[(i0 + q) * ld + i0 + q];
+      // the columns j within the group, row by row
+      for (Index j = i0 + rows - 2; j >= i0; --j)
+        for (Index q = j - i0 + 1; q < rows; ++q) {
+          const Index i = i0 + q;
+          Scalar acc = xii[q] * w[j * ld + i];
+          for (Index k = j + 1; k < i; ++k) acc += w[i * ld + k] * w[j * ld + k];
+          w[i * ld + j] = -acc / w[j * ld + j];
+        }
+      // the columns before the group: the four sums over k < i0 together, then each row's tail
+      for (Index j = i0 - 1; j >= 0; --j) {
+        const Scalar* uj = w + j * ld;
+        Scalar acc[4];
+        for (Index q = 0; q < rows; ++q) acc[q] = xii[q] * uj[i0 + q];
+        if (rows == 4) {
+          const Scalar *x0 = w + i0 * ld, *x1 = x0 + ld, *x2 = x1 + ld, *x3 = x2 + ld;
+          for (Index k = j + 1; k < i0; ++k) {
+            const Scalar u = uj[k];
+            acc[0] += x0[k] * u;
+            acc[1] += x1[k] * u;
+            acc[2] += x2[k] * u;
+            acc[3] += x3[k] * u;
+          }
+        } else {
+          for (Index k = j + 1; k < i0; ++k)
+            for (Index q = 0; q < rows; ++q) acc[q] += w[(i0 + q) * ld + k] * uj[k];
+        }
+        for (Index q = 1; q < rows; ++q)
+          for (Index k = i0; k < i0 + q; ++k) acc[q] += w[(i0 + q) * ld + k] * uj[k];
+        for (Index q = 0; q < rows; ++q) w[(i0 + q) * ld + j] = -acc[q] / uj[j];
       }
     }
   }
