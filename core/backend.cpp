@@ -263,7 +263,7 @@ void DeviceBlockMatrix::SetValues(const std::vector<Scalar>& host_values) {
   mutable_values().CopyFromHost(host_values);
 }
 
-void DeviceBlockMatrix::SetPattern(const BlockPattern& pattern) {
+void DeviceBlockMatrix::SetPattern(const BlockPattern& pattern, const Array<Index>* row_ptr, const Array<Index>* col_idx) {
   CONDSIM_CHECK(pattern.block_dim == pattern_.block_dim,
                 "SetPattern: block size " << pattern.block_dim << ", the matrix has " << pattern_.block_dim);
   ++generation_;
@@ -272,8 +272,18 @@ void DeviceBlockMatrix::SetPattern(const BlockPattern& pattern) {
     return;
   pattern.Validate();
   pattern_ = pattern;
-  row_ptr_.Assign(nullptr, pattern_.row_ptr);
-  col_idx_.Assign(nullptr, pattern_.col_idx);
+  if (row_ptr != nullptr && col_idx != nullptr) {
+    CONDSIM_CHECK(row_ptr->size() >= pattern_.block_rows + 1 && col_idx->size() >= pattern_.nnz_blocks(),
+                  "SetPattern: the backend's arrays hold fewer entries than the pattern");
+    row_ptr_.Resize(nullptr, pattern_.block_rows + 1);
+    col_idx_.Resize(nullptr, pattern_.nnz_blocks());
+    Backend* b = values_.backend();
+    b->CopyWithin(row_ptr_.data(), row_ptr->data(), sizeof(Index) * std::size_t(row_ptr_.size()));
+    if (col_idx_.size() > 0) b->CopyWithin(col_idx_.data(), col_idx->data(), sizeof(Index) * std::size_t(col_idx_.size()));
+  } else {
+    row_ptr_.Assign(nullptr, pattern_.row_ptr);
+    col_idx_.Assign(nullptr, pattern_.col_idx);
+  }
   values_.Resize(CheckedIndex(std::size_t(pattern_.nnz()), "matrix: scalar entries"));
   values_changed_ = true;
   ++pattern_version_;

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
 
 #include "models/system/system_matrix.h"
 #include "test_util.h"
@@ -105,6 +109,119 @@ TEST(SystemMatrix, VirtualNodesFollowEq15) {
   Array<Scalar> back(backend.get(), Index(12));
   sys.ScatterVelocity(1, v, &back);
   EXPECT_EQ(back.ToHost(), v1h);
+}
+
+// the merged pattern and eq. 15 term lists made on the backend from the virtual nodes' hosts
+// (SystemMatrix::MakeOnBackend, the Jacobian blocks from their compact form) against the host's
+// merge uploaded (set_make_on_backend(false)), over a sequence of virtual node sets: segments on
+// neighbouring nodes and rigid points (every host-host term on a base block: made on the
+// backend), the same set again, a set with a triangle across non-neighbours and one across two
+// parts (off the base pattern: uploaded), no virtual node, then segments again. Reference: the
+// uploaded system, bitwise (pattern on host and backend, values, rhs, warm-started v); and on the
+// steps made on the backend no more bytes up than the hosts, the compact blocks and the gains
+TEST(SystemMatrix, BackendMadeMergeEqualsTheUploadedOne) {
+  auto rng = Rng();
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  Backend* be = backend.get();
+  const BlockMatrix p0 = RandomPart(rng, 40), p1 = RandomPart(rng, 30);
+  // a rigid-like part: 6 bodies of two nodes (v, omega) coupled to each other only
+  std::vector<std::pair<Index, Index>> rc;
+  for (Index k = 0; k < 12; ++k)
+    for (Index j = 2 * (k / 2); j < 2 * (k / 2) + 2; ++j) rc.push_back({k, j});
+  BlockMatrix p2(BlockPattern::FromCoordinates(3, 12, 12, rc));
+  for (Scalar& x : p2.values) x = 0;
+  for (Index k = 0; k < 12; ++k)
+    for (Index q = p2.pattern.row_ptr[k]; q < p2.pattern.row_ptr[k + 1]; ++q)
+      if (p2.pattern.col_idx[q] == k)
+        for (int d = 0; d < 3; ++d) p2.Block(q)[4 * d] = 2 + k;
+  const BlockMatrix* all[3] = {&p0, &p1, &p2};
+  SystemMatrix made(be), uploaded(be);
+  uploaded.set_make_on_backend(false);
+  for (SystemMatrix* sys : {&made, &uploaded})
+    for (const BlockMatrix* p : all) sys->AddPart(p->pattern);
+  std::vector<std::unique_ptr<DeviceBlockMatrix>> parts;
+  std::vector<Array<Scalar>> rhs;
+  for (const BlockMatrix* p : all) {
+    parts.push_back(be->CreateMatrix(p->pattern));
+    parts.back()->SetValues(p->values);
+    rhs.emplace_back(be, RandomVector(rng, p->pattern.rows()));
+  }
+  std::uniform_int_distribution<Index> node0(0, 38), node1(40, 68), body(0, 5);
+  std::uniform_real_distribution<Scalar> unit(0, 1);
+  const auto segments = [&](int count) {
+    VirtualNodeSet vn;
+    for (int c = 0; c < count; ++c) {
+      const Index i = c % 2 ? node0(rng) : node1(rng), h[2] = {i, i + 1};
+      const Scalar s = unit(rng), w[2] = {1 - s, s};
+      vn.AddBarycentric(2, h, w, 1e3 + c);
+    }
+    for (int c = 0; c < 3; ++c) {
+      const Index b = 70 + 2 * body(rng);
+      vn.AddRigidPoint(b, b + 1, Vec3(unit(rng), -unit(rng), unit(rng) - 0.5), 2e3);
+    }
+    return vn;
+  };
+  std::vector<VirtualNodeSet> sets = {segments(6), segments(9)};
+  sets.push_back(sets.back());
+  VirtualNodeSet off = segments(4);
+  const Index tri[3] = {2, 3, 5}, across[2] = {39, 40};
+  const Scalar w3[3] = {0.2, 0.3, 0.5}, w2[2] = {0.5, 0.5};
+  off.AddBarycentric(3, tri, w3, 7e2);
+  off.AddBarycentric(2, across, w2, 7e2);
+  sets.push_back(off);
+  sets.push_back(VirtualNodeSet());
+  sets.push_back(segments(12));
+  sets.push_back(segments(5));
+  const std::vector<bool> appended = {true, true, true, false, true, true, true};
+  for (std::size_t step = 0; step < sets.size(); ++step) {
+    SCOPED_TRACE("set " + std::to_string(step));
+    const VirtualNodeSet& vn = sets[step];
+    const BackendCounters c0 = be->counters();
+    made.SetVirtualNodes(vn);
+    const std::int64_t made_up = (be->counters() - c0).upload_bytes;
+    uploaded.SetVirtualNodes(vn);
+    std::vector<const DeviceBlockMatrix*> a;
+    std::vector<const Array<Scalar>*> b;
+    for (std::size_t p = 0; p < parts.size(); ++p) {
+      a.push_back(parts[p].get());
+      b.push_back(&rhs[p]);
+    }
+    made.Assemble(a, b);
+    uploaded.Assemble(a, b);
+    if (step == 0) {
+      // capacity after the first set, as the World reserves it (World::ReserveForContacts)
+      ContactBounds bounds;
+      bounds.virtual_nodes = 20;
+      bounds.virtual_entries = 60;
+      bounds.terms = 200;
+      Array<Scalar> v_made, v_uploaded;
+      made.Reserve(bounds, &v_made);
+      uploaded.Reserve(bounds, &v_uploaded);
+    }
+    const BlockPattern& pm = made.matrix().pattern();
+    const BlockPattern& pu = uploaded.matrix().pattern();
+    EXPECT_EQ(pm.row_ptr, pu.row_ptr);
+    EXPECT_EQ(pm.col_idx, pu.col_idx);
+    EXPECT_EQ(made.matrix().row_ptr().ToHost(), pm.row_ptr);
+    EXPECT_EQ(made.matrix().col_idx().ToHost(), pm.col_idx);
+    EXPECT_EQ(made.matrix().values().ToHost(), uploaded.matrix().values().ToHost());
+    EXPECT_EQ(made.rhs().ToHost(), uploaded.rhs().ToHost());
+    std::vector<const Array<Scalar>*> pv;
+    std::vector<Array<Scalar>> vel;
+    for (const BlockMatrix* p : all) vel.emplace_back(be, RandomVector(rng, p->pattern.rows()));
+    for (const Array<Scalar>& x : vel) pv.push_back(&x);
+    Array<Scalar> vm, vu;
+    made.GatherVelocity(pv, &vm);
+    uploaded.GatherVelocity(pv, &vu);
+    EXPECT_EQ(vm.ToHost(), vu.ToHost());
+    // the hosts (ptr, host: 4 bytes each), 28 bytes a block, 8 a gain
+    const std::int64_t bound = 4 * std::int64_t(vn.ptr.size() + vn.host.size()) + 28 * std::int64_t(vn.host.size()) + 8 * vn.size();
+    std::printf("set %d: %d virtual nodes, %lld bytes up (bound %lld)\n", int(step), int(vn.size()), static_cast<long long>(made_up),
+                static_cast<long long>(bound));
+    if (appended[step] && step > 0) {
+      EXPECT_LE(made_up, bound);
+    }
+  }
 }
 
 TEST(SystemMatrix, RejectsBadInput) {

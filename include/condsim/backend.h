@@ -352,7 +352,9 @@ class DeviceBlockMatrix {
   // the current one, else the arrays keep their memory where it holds the new sizes (no
   // allocation when the pattern does not grow) and the backend rebuilds what it derives from the
   // pattern (OnPatternChanged). The values are unspecified afterwards.
-  void SetPattern(const BlockPattern& pattern);
+  // With `row_ptr` and `col_idx` (arrays of this backend that hold the same pattern, made there)
+  // the arrays are copied on the backend instead of uploaded.
+  void SetPattern(const BlockPattern& pattern, const Array<Index>* row_ptr = nullptr, const Array<Index>* col_idx = nullptr);
   // capacity for patterns of up to block_rows rows and nnz_blocks blocks (Array::Reserve), so
   // that a SetPattern within it allocates nothing (the CUDA backend reserves its scalar CSR
   // expansion too; its SpMV buffer still grows when cuSPARSE asks for more); the pattern and the

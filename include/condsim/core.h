@@ -35,4 +35,17 @@ using Scalar = double;
 // 32-bit index of rows, blocks, nodes and contacts; sizes are checked where arrays are built
 using Index = std::int32_t;
 
+// the first position in [lo, hi) of the ascending keys whose key is not below `key` (hi if none)
+template <class T>
+CONDSIM_HD_INLINE Index LowerBound(const T* keys, Index lo, Index hi, T key) {
+  while (lo < hi) {
+    const Index mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 }  // namespace condsim

@@ -40,16 +40,7 @@ struct ContactKeyPtrOp {
   Index n;
   Index* ptr;
   CONDSIM_HD_INLINE void operator()(Index k) const {
-    const std::uint64_t key = ContactNodeKeyOp::Key(k, 0);
-    Index lo = 0, hi = n;
-    while (lo < hi) {
-      const Index mid = lo + (hi - lo) / 2;
-      if (keys[mid] < key)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    ptr[k] = lo;
+    ptr[k] = LowerBound(keys, 0, n, ContactNodeKeyOp::Key(k, 0));
   }
 };
 

@@ -6,6 +6,8 @@
 
 namespace condsim {
 
-class SystemKernels : public KernelSet<ScatterBlocksOp, VirtualBlocksOp, VirtualWarmStartOp> {};
+class SystemKernels : public KernelSet<ScatterBlocksOp, VirtualBlocksOp, VirtualWarmStartOp, VirtualJacobianOp, VirtualTermCountOp,
+                                              VirtualTermFillOp, VirtualTermSortedOp, VirtualTargetOp, VirtualRowCountOp,
+                                              VirtualRowFillOp, VirtualTargetBlockOp> {};
 
 }  // namespace condsim

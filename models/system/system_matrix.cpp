@@ -2,6 +2,7 @@
 #include "models/system/system_matrix.h"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 #include "condsim/error.h"
@@ -60,7 +61,9 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
   std::stable_sort(terms.begin(), terms.end(), [](const Term& x, const Term& y) {
     return std::tie(x.row, x.col) < std::tie(y.row, y.col);
   });
-  // merged pattern: base columns and term columns, row by row
+  // merged pattern: base columns and term columns, row by row (`appended`: every host-host term
+  // lies on a base block, so the merge only appends the virtual columns and rows)
+  bool appended = true;
   BlockPattern p;
   p.block_dim = 3;
   p.block_rows = p.block_cols = n;
@@ -79,7 +82,10 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
       const Index c = kb < kb_end && (!has_term || base_.col_idx[kb] <= terms[t].col) ? base_.col_idx[kb] : terms[t].col;
       const Index pos = static_cast<Index>(p.col_idx.size());
       p.col_idx.push_back(c);
-      if (kb < kb_end && base_.col_idx[kb] == c) map[kb++] = pos;
+      if (kb < kb_end && base_.col_idx[kb] == c)
+        map[kb++] = pos;
+      else if (r < base_nodes_ && c < base_nodes_)
+        appended = false;  // a host-host term off the base pattern: the merge inserts a column
       if (t < terms.size() && terms[t].row == r && terms[t].col == c) {
         target.push_back(pos);
         for (; t < terms.size() && terms[t].row == r && terms[t].col == c; ++t) {
@@ -95,16 +101,16 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
   }
   // the matrix and the arrays keep their memory from step to step (the matrix rebuilds its
   // pattern only when it changed: the CUDA CSR expansion and cuSPARSE descriptor stay otherwise)
-  if (matrix_ == nullptr)
-    matrix_ = backend_->CreateMatrix(p);
-  else
-    matrix_->SetPattern(p);
+  const bool first = matrix_ == nullptr;
+  if (first) matrix_ = backend_->CreateMatrix(p);
   b_.Resize(backend_, 3 * n);
   num_targets_ = static_cast<Index>(target.size());
-  // the index arrays depend on the pattern and the terms only: uploaded when those changed
-  if (map != host_block_map_ || target != host_target_ || term_ptr != host_term_ptr_ || kind != host_kind_ ||
-      ta != host_ta_ || tb != host_tb_ || tvn != host_tvn_ || vn.ptr != host_vn_ptr_ || vn.host != host_vn_host_ ||
-      block_map_.size() != Index(map.size())) {
+  // the index arrays depend on the pattern and the terms only: made again when those changed, on
+  // the backend from the hosts (MakeOnBackend) when the merge only appends, else uploaded
+  const bool changed = map != host_block_map_ || target != host_target_ || term_ptr != host_term_ptr_ || kind != host_kind_ ||
+                       ta != host_ta_ || tb != host_tb_ || tvn != host_tvn_ || vn.ptr != host_vn_ptr_ || vn.host != host_vn_host_ ||
+                       block_map_.size() != Index(map.size());
+  if (changed) {
     host_block_map_ = std::move(map);
     host_target_ = std::move(target);
     host_term_ptr_ = std::move(term_ptr);
@@ -114,18 +120,99 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
     host_tvn_ = std::move(tvn);
     host_vn_ptr_ = vn.ptr;
     host_vn_host_ = vn.host;
-    block_map_.Assign(backend_, host_block_map_);
-    target_block_.Assign(backend_, host_target_);
-    term_ptr_.Assign(backend_, host_term_ptr_);
-    term_kind_.Assign(backend_, host_kind_);
-    term_a_.Assign(backend_, host_ta_);
-    term_b_.Assign(backend_, host_tb_);
-    term_vn_.Assign(backend_, host_tvn_);
     vn_ptr_.Assign(backend_, host_vn_ptr_);
     vn_host_.Assign(backend_, host_vn_host_);
+    if (appended && !first && make_on_backend_) {
+      MakeOnBackend(p);
+    } else {
+      block_map_.Assign(backend_, host_block_map_);
+      target_block_.Assign(backend_, host_target_);
+      term_ptr_.Assign(backend_, host_term_ptr_);
+      term_kind_.Assign(backend_, host_kind_);
+      term_a_.Assign(backend_, host_ta_);
+      term_b_.Assign(backend_, host_tb_);
+      term_vn_.Assign(backend_, host_tvn_);
+      matrix_->SetPattern(p);
+    }
+  } else {
+    matrix_->SetPattern(p);
   }
-  jac_.Assign(backend_, vn.jac);
+  SetJacobians(vn);
   kv_.Assign(backend_, vn.kv);
+}
+
+void SystemMatrix::MakeOnBackend(const BlockPattern& p) {
+  Backend* b = backend_;
+  const Index nv = static_cast<Index>(host_vn_ptr_.size()) - 1, n = base_nodes_ + nv;
+  const Index terms = static_cast<Index>(host_kind_.size()), targets = num_targets_;
+  if (base_row_ptr_.size() == 0) {
+    base_row_ptr_.Assign(b, base_.row_ptr);
+    base_col_.Assign(b, base_.col_idx);
+  }
+  // the terms in the host's order (each virtual node's from the scan of their counts), sorted by
+  // key (stable: the host's order among a target's terms)
+  term_offset_.Resize(b, nv + 1);
+  kernels_->Run(nv + 1, VirtualTermCountOp{vn_ptr_.data(), nv, term_offset_.data()});
+  CONDSIM_CHECK(b->ExclusiveScan(nv + 1, term_offset_, &term_offset_) == terms, "system: the backend's eq. 15 term count differs");
+  term_key_.Resize(b, terms);
+  term_order_.Resize(b, terms);
+  for (Array<Index>* x : {&fill_a_, &fill_b_, &fill_vn_, &term_a_, &term_b_, &term_vn_, &term_head_, &term_target_}) x->Resize(b, terms);
+  fill_kind_.Resize(b, terms);
+  term_kind_.Resize(b, terms);
+  kernels_->Run(nv, VirtualTermFillOp{vn_ptr_.data(), vn_host_.data(), term_offset_.data(), base_nodes_, n, term_key_.data(),
+                                      term_order_.data(), fill_kind_.data(), fill_a_.data(), fill_b_.data(), fill_vn_.data()});
+  b->SortPairs(terms, &term_key_, &term_order_);
+  kernels_->Run(terms, VirtualTermSortedOp{term_key_.data(), term_order_.data(), fill_kind_.data(), fill_a_.data(), fill_b_.data(),
+                                           fill_vn_.data(), term_kind_.data(), term_a_.data(), term_b_.data(), term_vn_.data(),
+                                           term_head_.data()});
+  // the target blocks: a term whose key differs from the one before starts one
+  CONDSIM_CHECK(b->ExclusiveScan(terms, term_head_, &term_target_) == targets, "system: the backend's eq. 15 target count differs");
+  term_ptr_.Resize(b, targets + 1);
+  target_key_.Resize(b, targets);
+  kernels_->Run(terms + 1, VirtualTargetOp{term_key_.data(), term_head_.data(), term_target_.data(), terms, targets, term_ptr_.data(),
+                                           target_key_.data()});
+  // the merged pattern: per row its blocks, their scan, then the columns and the base blocks' places
+  row_ptr_.Resize(b, n + 1);
+  first_new_.Resize(b, n);
+  kernels_->Run(n + 1, VirtualRowCountOp{base_row_ptr_.data(), base_nodes_, n, target_key_.data(), targets, row_ptr_.data(),
+                                         first_new_.data()});
+  CONDSIM_CHECK(b->ExclusiveScan(n + 1, row_ptr_, &row_ptr_) == p.nnz_blocks(), "system: the backend's merged pattern differs");
+  col_.Resize(b, p.nnz_blocks());
+  block_map_.Resize(b, base_.nnz_blocks());
+  const VirtualMergeView merge{base_row_ptr_.data(), base_col_.data(), base_nodes_, n, target_key_.data(), row_ptr_.data(), first_new_.data()};
+  kernels_->Run(n, VirtualRowFillOp{merge, col_.data(), block_map_.data()});
+  target_block_.Resize(b, targets);
+  kernels_->Run(targets, VirtualTargetBlockOp{merge, block_map_.data(), target_block_.data()});
+  matrix_->SetPattern(p, &row_ptr_, &col_);
+}
+
+void SystemMatrix::SetJacobians(const VirtualNodeSet& vn) {
+  // the blocks go up in their compact form (eq. 14: w I, or -[r]x for a rigid body's omega node;
+  // 28 bytes an entry against 72) when each is one of them bitwise, and are made on the backend
+  const std::size_t entries = vn.host.size();
+  jac_kind_host_.resize(entries);
+  jac_param_host_.resize(3 * entries);
+  bool compact = true;
+  for (std::size_t e = 0; e < entries && compact; ++e) {
+    Mat3 j;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) j(r, c) = vn.jac[9 * e + 3 * r + c];
+    const Vec3 r(j(1, 2), j(2, 0), j(0, 1));
+    const Mat3 scaled = j(0, 0) * Mat3::Identity(), skew = Scalar(-1) * Skew(r);
+    const bool is_scaled = std::memcmp(&scaled, &j, sizeof(Mat3)) == 0;
+    compact = is_scaled || std::memcmp(&skew, &j, sizeof(Mat3)) == 0;
+    jac_kind_host_[e] = is_scaled ? 0 : 1;
+    const Vec3 q = is_scaled ? Vec3(j(0, 0), 0, 0) : r;
+    for (int d = 0; d < 3; ++d) jac_param_host_[3 * e + d] = q[d];
+  }
+  if (!compact || !make_on_backend_) {
+    jac_.Assign(backend_, vn.jac);
+    return;
+  }
+  jac_kind_.Assign(backend_, jac_kind_host_);
+  jac_param_.Assign(backend_, jac_param_host_);
+  jac_.Resize(backend_, 9 * Index(entries));
+  kernels_->Run(Index(entries), VirtualJacobianOp{jac_kind_.data(), jac_param_.data(), jac_.data()});
 }
 
 void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, const std::vector<const Array<Scalar>*>& b) {
@@ -159,6 +246,22 @@ void SystemMatrix::Reserve(const ContactBounds& bounds, Array<Scalar>* v) {
   vn_host_.Reserve(backend_, bounds.virtual_entries);
   jac_.Reserve(backend_, 9 * bounds.virtual_entries);
   kv_.Reserve(backend_, nv);
+  // MakeOnBackend's and SetJacobians' arrays (written whole before they are read)
+  if (!make_on_backend_) return;
+  if (base_row_ptr_.size() == 0) {
+    base_row_ptr_.Assign(backend_, base_.row_ptr);
+    base_col_.Assign(backend_, base_.col_idx);
+  }
+  term_offset_.Reserve(backend_, nv + 1, false);
+  term_key_.Reserve(backend_, terms, false);
+  target_key_.Reserve(backend_, terms, false);
+  for (Array<Index>* a : {&term_order_, &fill_a_, &fill_b_, &fill_vn_, &term_head_, &term_target_}) a->Reserve(backend_, terms, false);
+  fill_kind_.Reserve(backend_, terms, false);
+  row_ptr_.Reserve(backend_, n + 1, false);
+  first_new_.Reserve(backend_, n, false);
+  col_.Reserve(backend_, base_.nnz_blocks() + terms, false);
+  jac_kind_.Reserve(backend_, bounds.virtual_entries, false);
+  jac_param_.Reserve(backend_, 3 * bounds.virtual_entries, false);
 }
 
 void SystemMatrix::GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v) {

@@ -5,7 +5,8 @@
 // Virtual node k is global node num_base_nodes() + k. The parts assemble into their own
 // matrices; Assemble() copies their values into the global pattern (a block map, no atomics)
 // and adds the eq. 15 terms by gathers in a fixed order, so results are bitwise reproducible.
-// The pattern merge is host-side integer work, redone only when the virtual nodes change.
+// The pattern merge is host-side integer work, redone only when the virtual nodes change; the
+// backend makes the same index arrays from the virtual nodes' hosts (only those go up).
 #pragma once
 
 #include <memory>
@@ -49,8 +50,18 @@ class SystemMatrix {
   void GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v);
   // part p's segment of the global v
   void ScatterVelocity(Index part, const Array<Scalar>& v, Array<Scalar>* part_v);
+  // whether the merged pattern and the eq. 15 term lists are made on the backend from the virtual
+  // nodes' hosts (the default; every host-host term on a base block) and the Jacobian blocks from
+  // their compact form, else uploaded from the host's merge (tests compare the two)
+  void set_make_on_backend(bool on) { make_on_backend_ = on; }
 
  private:
+  // the index arrays of the merge from vn_ptr_ and vn_host_ on the backend (p: the host's merged
+  // pattern, for its sizes and the matrix's host copy)
+  void MakeOnBackend(const BlockPattern& p);
+  // jac_ from the set's blocks
+  void SetJacobians(const VirtualNodeSet& vn);
+
   Backend* backend_;
   std::unique_ptr<SystemKernels> kernels_;
   std::vector<BlockPattern> parts_;
@@ -69,6 +80,18 @@ class SystemMatrix {
   std::vector<int> host_kind_;
   Array<Scalar> jac_, kv_;
   Index num_targets_ = 0;
+  bool make_on_backend_ = true;
+  // MakeOnBackend: the base pattern, the terms in the host's order and sorted (keys, original
+  // order, heads and their scan), the targets' keys, the merged rows
+  Array<Index> base_row_ptr_, base_col_, term_offset_, term_order_, fill_a_, fill_b_, fill_vn_, term_head_, term_target_,
+      row_ptr_, first_new_, col_;
+  Array<int> fill_kind_;
+  Array<std::uint64_t> term_key_, target_key_;
+  // SetJacobians: per entry its kind (0: w I, 1: -[r]x) and w or r
+  Array<int> jac_kind_;
+  Array<Scalar> jac_param_;
+  std::vector<int> jac_kind_host_;
+  std::vector<Scalar> jac_param_host_;
 };
 
 }  // namespace condsim

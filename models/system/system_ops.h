@@ -74,4 +74,192 @@ struct VirtualWarmStartOp {
   }
 };
 
+// ---- the merged pattern and the eq. 15 term lists made on the backend from the virtual nodes'
+// hosts (SystemMatrix::SetVirtualNodes), bitwise the host's: when every host-host term lies on a
+// block of the base pattern, the merge only appends columns (the virtual nodes, numbered after
+// the base nodes) to the base rows and adds the virtual rows. Keys are row * nodes + col.
+
+// a virtual node's Jacobian blocks from their compact form (eq. 14): kind 0, J = w I (a point
+// with barycentric weight w, or a rigid body's v node with w = 1); kind 1, J = -[r]x (its omega
+// node): the host's expressions (VirtualNodeSet::AddBarycentric, AddRigidPoint), so the same bits
+struct VirtualJacobianOp {
+  const int* kind;
+  const Scalar* param;  // 3 per entry: w (kind 0) or r
+  Scalar* jac;          // 9 per entry
+  CONDSIM_HD void operator()(Index e) const {
+    const Vec3 q = LoadVec3(param, e);
+    const Mat3 j = kind[e] == 0 ? q[0] * Mat3::Identity() : Scalar(-1) * Skew(q);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) jac[9 * std::int64_t(e) + 3 * r + c] = j(r, c);
+  }
+};
+
+// per virtual node k its number of terms, (h + 1)^2 for h hosts
+// (item `virtual_nodes` writes 0, so that the scan's last entry is the total)
+struct VirtualTermCountOp {
+  const Index* ptr;
+  Index virtual_nodes;
+  Index* count;
+  CONDSIM_HD void operator()(Index k) const {
+    if (k == virtual_nodes) {
+      count[k] = 0;
+      return;
+    }
+    const Index h = ptr[k + 1] - ptr[k];
+    count[k] = (h + 1) * (h + 1);
+  }
+};
+
+// virtual node k's terms from offset[k] in the host's order: per host a, J_a^T J_b for every host
+// b, then -J_a^T and -J_a; then kv I. Each term: its key, its index (the sort's value), kind,
+// a, b and node
+struct VirtualTermFillOp {
+  const Index* ptr;
+  const Index* host;
+  const Index* offset;
+  Index base_nodes;
+  std::int64_t nodes;  // the merged system's
+  std::uint64_t* key;
+  Index* order;
+  int* kind;
+  Index* a;
+  Index* b;
+  Index* vn;
+  CONDSIM_HD void Put(Index o, std::int64_t row, std::int64_t col, int k, Index ta, Index tb, Index v) const {
+    key[o] = std::uint64_t(row * nodes + col);
+    order[o] = o;
+    kind[o] = k;
+    a[o] = ta;
+    b[o] = tb;
+    vn[o] = v;
+  }
+  CONDSIM_HD void operator()(Index k) const {
+    const Index vk = base_nodes + k;
+    Index o = offset[k];
+    for (Index ea = ptr[k]; ea < ptr[k + 1]; ++ea) {
+      for (Index eb = ptr[k]; eb < ptr[k + 1]; ++eb) Put(o++, host[ea], host[eb], kJtJ, ea, eb, k);
+      Put(o++, host[ea], vk, kMinusJt, ea, 0, k);
+      Put(o++, vk, host[ea], kMinusJ, ea, 0, k);
+    }
+    Put(o, vk, vk, kIdentity, k, 0, k);
+  }
+};
+
+// the terms in key order (order: the sorted terms' original indices) and whether each starts a
+// target block (its key differs from the one before)
+struct VirtualTermSortedOp {
+  const std::uint64_t* key;
+  const Index* order;
+  const int* kind_in;
+  const Index* a_in;
+  const Index* b_in;
+  const Index* vn_in;
+  int* kind;
+  Index* a;
+  Index* b;
+  Index* vn;
+  Index* head;
+  CONDSIM_HD void operator()(Index i) const {
+    const Index o = order[i];
+    kind[i] = kind_in[o];
+    a[i] = a_in[o];
+    b[i] = b_in[o];
+    vn[i] = vn_in[o];
+    head[i] = i == 0 || key[i] != key[i - 1] ? 1 : 0;
+  }
+};
+
+// per term that starts a target block (target[i], the heads' scan): the target's first term and
+// its key; item `terms` closes term_ptr
+struct VirtualTargetOp {
+  const std::uint64_t* key;
+  const Index* head;
+  const Index* target;
+  Index terms;
+  Index targets;
+  Index* term_ptr;
+  std::uint64_t* target_key;
+  CONDSIM_HD void operator()(Index i) const {
+    if (i == terms) {
+      term_ptr[targets] = terms;
+      return;
+    }
+    if (!head[i]) return;
+    term_ptr[target[i]] = i;
+    target_key[target[i]] = key[i];
+  }
+};
+
+// per merged row r: its blocks (the base row's and the new columns: the targets of row r past the
+// base columns) and its first new target (item `nodes` writes 0, so that the scan's last entry is
+// the total)
+struct VirtualRowCountOp {
+  const Index* base_row_ptr;
+  Index base_nodes;
+  std::int64_t nodes;
+  const std::uint64_t* target_key;
+  Index targets;
+  Index* count;
+  Index* first_new;
+  CONDSIM_HD void operator()(Index r) const {
+    if (r == nodes) {
+      count[r] = 0;
+      return;
+    }
+    const std::int64_t from = r < base_nodes ? base_nodes : 0;
+    const Index lo = LowerBound(target_key, 0, targets, std::uint64_t(r * nodes + from));
+    const Index hi = LowerBound(target_key, 0, targets, std::uint64_t((r + 1) * nodes));
+    first_new[r] = lo;
+    count[r] = (r < base_nodes ? base_row_ptr[r + 1] - base_row_ptr[r] : 0) + hi - lo;
+  }
+};
+
+// what the last two launches read: the base pattern, the targets' keys and the merged rows
+// (row_ptr: the counts' scan; first_new: each row's first new target)
+struct VirtualMergeView {
+  const Index* base_row_ptr;
+  const Index* base_col;
+  Index base_nodes;
+  std::int64_t nodes;
+  const std::uint64_t* target_key;
+  const Index* row_ptr;
+  const Index* first_new;
+  // a base row's blocks (0 for a virtual row)
+  CONDSIM_HD_INLINE Index BaseBlocks(Index r) const { return r < base_nodes ? base_row_ptr[r + 1] - base_row_ptr[r] : 0; }
+};
+
+// per merged row r: its columns, the base blocks' places (block_map) and the new columns in key
+// order
+struct VirtualRowFillOp {
+  VirtualMergeView m;
+  Index* col;
+  Index* block_map;
+  CONDSIM_HD void operator()(Index r) const {
+    Index pos = m.row_ptr[r];
+    if (r < m.base_nodes)
+      for (Index kb = m.base_row_ptr[r]; kb < m.base_row_ptr[r + 1]; ++kb) {
+        col[pos] = m.base_col[kb];
+        block_map[kb] = pos++;
+      }
+    for (Index t = m.first_new[r]; pos < m.row_ptr[r + 1]; ++t) col[pos++] = Index(std::int64_t(m.target_key[t] % std::uint64_t(m.nodes)));
+  }
+};
+
+// per target its block in the merged pattern: a base block through block_map (a binary search of
+// the base row), a new column after the row's base blocks
+struct VirtualTargetBlockOp {
+  VirtualMergeView m;
+  const Index* block_map;
+  Index* target_block;
+  CONDSIM_HD void operator()(Index t) const {
+    const Index r = Index(std::int64_t(m.target_key[t] / std::uint64_t(m.nodes)));
+    const Index c = Index(std::int64_t(m.target_key[t] % std::uint64_t(m.nodes)));
+    if (r < m.base_nodes && c < m.base_nodes) {
+      target_block[t] = block_map[LowerBound(m.base_col, m.base_row_ptr[r], m.base_row_ptr[r + 1], c)];
+      return;
+    }
+    target_block[t] = m.row_ptr[r] + m.BaseBlocks(r) + (t - m.first_new[r]);
+  }
+};
+
 }  // namespace condsim
