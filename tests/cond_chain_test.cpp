@@ -5,6 +5,8 @@
 // plain Frobenius W, consistent with eq. 1 and the Signorini condition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <Eigen/SparseCholesky>
 
 #include "cond_fixtures.h"
@@ -332,6 +334,45 @@ TEST(CondChains, GaussSeidelStepMatchesDenseSolve) {
       EXPECT_LT((uc - ref).norm() / ref.norm(), 1e-10) << "chain " << c;
       for (Index j = 0; j < nk; ++j) EXPECT_EQ(got[n_dofs[j]], u_host[n_dofs[j]]) << "contact DOF " << n_dofs[j];
     }
+  }
+}
+
+// the band blocks made on the backend from A's pattern when only the pattern changed
+// (ChainBandBlockOp, CondChains::Prepare) against the host's record (MakeChainHost): a cable of 40
+// segments as two chains, its pattern with virtual columns appended to some rows and virtual rows
+// added (what the system's merge makes), and with some band blocks removed (-1 there). Reference:
+// the host's band_block, exact
+TEST(CondChains, BandBlocksOnTheBackendEqualTheHostRecord) {
+  CableSystem s(5e6, 40);
+  Backend* be = s.backend.get();
+  const BlockPattern& pat = s.a->pattern();
+  const std::vector<Index> nodes = s.rod->ChainNodes();
+  const Index nn = Index(nodes.size()), band = RodModel::kChainBand;
+  const std::vector<Index> ptr = {0, nn / 3, nn};
+  for (int variant = 0; variant < 2; ++variant) {
+    std::vector<std::pair<Index, Index>> coords;
+    const Index rows = pat.block_rows, extra = 7;
+    for (Index r = 0; r < rows; ++r)
+      for (Index k = pat.row_ptr[r]; k < pat.row_ptr[r + 1]; ++k) {
+        const Index c = pat.col_idx[k];
+        // variant 1: every third row loses its blocks two and three nodes to the left
+        if (variant == 1 && r % 3 == 0 && (c == r - 2 || c == r - 3)) continue;
+        coords.push_back({r, c});
+      }
+    for (Index v = 0; v < extra; ++v) {
+      const Index host = (11 * v + 5) % rows, vn = rows + v;
+      for (auto [r, c] : {std::pair<Index, Index>{host, vn}, {vn, host}, {vn, vn}}) coords.push_back({r, c});
+    }
+    const BlockPattern merged = BlockPattern::FromCoordinates(3, rows + extra, rows + extra, coords);
+    auto a = be->CreateMatrix(merged);
+    const ChainHost host = MakeChainHost(ptr, nodes, band, merged);
+    Array<Index> ptr_d(be, ptr), nodes_d(be, nodes), band_block(be, Index(host.band_block.size()));
+    auto kernels = MakeKernels<CondKernels>(*be);
+    kernels->ChainBandBlock(band_block.size(), ChainBandBlockOp{ptr_d.data(), Index(ptr.size()) - 1, nodes_d.data(), band,
+                                                               a->row_ptr().data(), a->col_idx().data(), band_block.data()});
+    EXPECT_EQ(band_block.ToHost(), host.band_block) << "variant " << variant;
+    const Index missing = Index(std::count(host.band_block.begin(), host.band_block.end(), -1));
+    std::cout << "[ info     ] variant " << variant << ": " << host.band_block.size() << " band entries, " << missing << " absent\n";
   }
 }
 

@@ -24,6 +24,30 @@ struct ChainView {
   Index band;                       // coupling reach in nodes
 };
 
+// per chain position g and reach d = 0..band (item g (band + 1) + d): the block of A at
+// (node_g, node_{g-d}), or -1 outside g's chain or A's pattern: MakeChainHost's band_block, made
+// on the backend from A's pattern there when only the pattern changed (the chains kept)
+struct ChainBandBlockOp {
+  const Index* ptr;  // chains + 1
+  Index chains;
+  const Index* nodes;
+  Index band;
+  const Index* row_ptr;  // A's pattern
+  const Index* col_idx;
+  Index* band_block;
+  CONDSIM_HD void operator()(Index i) const {
+    const Index g = i / (band + 1), d = i % (band + 1);
+    const Index c = LowerBound(ptr, 0, chains + 1, g + 1) - 1;
+    Index block = -1;
+    if (g - d >= ptr[c]) {
+      const Index row = nodes[g], col = nodes[g - d];
+      const Index k = LowerBound(col_idx, row_ptr[row], row_ptr[row + 1], col);
+      if (k < row_ptr[row + 1] && col_idx[k] == col) block = k;
+    }
+    band_block[i] = block;
+  }
+};
+
 CONDSIM_HD_INLINE Index ChainBandwidth(Index band) { return 3 * band + 2; }
 
 // A's entry (i, j), j <= i, of chain c's sub-system (scalar indices local to the chain)

@@ -52,8 +52,14 @@ void CondChains::Check() const {
 
 void CondChains::Prepare(DeviceBlockMatrix& a) {
   const Index chains = static_cast<Index>(ptr_.size()) - 1;
-  // the band positions depend on A's pattern (rebuilt when the World's system changes it)
-  if (dirty_ || matrix_ != &a || pattern_version_ != a.pattern_version()) {
+  // the band positions depend on A's pattern (rebuilt when the World's system changes it): made
+  // on the backend from it when only the pattern changed, the record uploaded otherwise
+  if (!dirty_ && matrix_ == &a && pattern_version_ != a.pattern_version()) {
+    const Index items = CheckedIndex(nodes_.size() * std::size_t(band_ + 1), "chain band blocks");
+    ctx_->kernels->ChainBandBlock(items, ChainBandBlockOp{arrays_.ptr.data(), chains, arrays_.nodes.data(), band_, a.row_ptr().data(),
+                                                         a.col_idx().data(), arrays_.band_block.data()});
+    pattern_version_ = a.pattern_version();
+  } else if (dirty_ || matrix_ != &a || pattern_version_ != a.pattern_version()) {
     Check();
     const ChainHost host = MakeChainHost(ptr_, nodes_, band_, a.pattern());
     arrays_.Upload(ctx_->backend, host);
@@ -63,12 +69,13 @@ void CondChains::Prepare(DeviceBlockMatrix& a) {
     edge_.Resize(ctx_->backend, CheckedIndex(std::size_t(chains) * std::size_t(ChainEdgeStride(bw)), "chain edge size"));
     work_.Resize(ctx_->backend, CheckedIndex(3 * nodes_.size(), "chain work size"));
     ok_.Resize(ctx_->backend, chains);
-    d_.Resize(ctx_->backend, 3 * ctx_->nodes);
-    y_.Resize(ctx_->backend, 3 * ctx_->nodes);
     matrix_ = &a;
     pattern_version_ = a.pattern_version();
     dirty_ = false;
   }
+  // (per node of A: the virtual nodes change their count)
+  d_.Resize(ctx_->backend, 3 * ctx_->nodes);
+  y_.Resize(ctx_->backend, 3 * ctx_->nodes);
   ctx_->kernels->ChainFactor(chains, ChainFactorOp{View(), a.values().data(), factor_.data(), ok_.data()});
   ctx_->kernels->ChainSpike(chains, ChainSpikeOp{View(), factor_.data(), ok_.data(), spike_.data(), work_.data()});
 }

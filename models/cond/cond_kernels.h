@@ -16,7 +16,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, ChainBandBlockOp, RigidResponseOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeSparseMatrixOp, BodyModeSparseFactorOp, BodyModeSparseSolveOp, BodyModeInvertOp,
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeAllLoadedOp, BodyModeContactForceChunkOp,
@@ -76,6 +76,7 @@ class CondKernels
   void ChainLaneApply(Index chains, const ChainLaneApplyOp& op) { Run(chains, op); }
   void ChainCoupling(Index positions, const ChainCouplingOp& op) { Run(positions, op); }
   void ChainFinish(Index positions, const ChainFinishOp& op) { Run(positions, op); }
+  void ChainBandBlock(Index items, const ChainBandBlockOp& op) { Run(items, op); }
   void RigidResponse(Index groups, const RigidResponseOp& op) { Run(groups, op); }
   void RigidContactSweep(Index groups, const RigidContactSweepOp& op) { Run(groups, op); }
   void SetNodeScalar(Index count, const SetNodeScalarOp& op) { Run(count, op); }
