@@ -9,6 +9,7 @@
 
 #include "condsim/backend.h"
 #include "cond_fixtures.h"
+#include "models/cond/cond_kernels.h"
 #include "models/cond/cond_solver.h"
 #include "test_util.h"
 
@@ -92,6 +93,47 @@ TEST(CondStepSize, ReusedRowSumsOutliveNewValuesButNotANewPattern) {
   EXPECT_EQ(w3[4], w1[4]);
   // the same solution with the stale W (the tight solve of 1.2 A v = 1.2 b)
   for (int s = 1; s < 4; ++s) EXPECT_LT(test::RelativeError(sol3[std::size_t(s)], sol1[std::size_t(s)]), 1e-8) << "solve " << s;
+}
+
+// the Frobenius w per group (FrobeniusGroupOp) with every node its own group given as null arrays
+// (CondStepSize::Group when no D-contact links two nodes: nothing uploaded) against the same
+// singletons listed, and two nodes of one group listed: bitwise the same w; the pair's w is the
+// group's d / s (safeguard off). Reference: the listed groups, exact
+TEST(CondStepSize, SingletonGroupsNeedNoArrays) {
+  auto rng = test::Rng();
+  const Index nodes = 50;
+  auto backend = MakeBackend(BackendChoice::kCpu, BackendOptions{1}).backend;
+  Backend* be = backend.get();
+  const std::vector<Scalar> diag = test::RandomVector(rng, nodes, 1, 2), norm2 = test::RandomVector(rng, nodes, 1, 3),
+                            abs = test::RandomVector(rng, nodes, 1, 4);
+  Array<Scalar> d(be, diag), n2(be, norm2), a(be, abs);
+  auto kernels = MakeKernels<CondKernels>(*be);
+  const auto w_of = [&](const std::vector<Index>& ptr, const std::vector<Index>& members, Scalar safeguard) {
+    Array<Index> ptr_d(be, ptr), members_d(be, members);
+    Array<Scalar> w(be, std::vector<Scalar>(3 * std::size_t(nodes), -1));
+    const Index groups = ptr.empty() ? nodes : Index(ptr.size()) - 1;
+    kernels->FrobeniusGroups(groups, ptr.empty() ? nullptr : ptr_d.data(), ptr.empty() ? nullptr : members_d.data(), d.data(), n2.data(),
+                             a.data(), safeguard, w.data());
+    return w.ToHost();
+  };
+  std::vector<Index> ptr(static_cast<std::size_t>(nodes) + 1), members(static_cast<std::size_t>(nodes));
+  for (Index k = 0; k <= nodes; ++k) ptr[std::size_t(k)] = k;
+  for (Index k = 0; k < nodes; ++k) members[std::size_t(k)] = k;
+  for (Scalar safeguard : {Scalar(0), Scalar(1.9)}) EXPECT_EQ(w_of({}, {}, safeguard), w_of(ptr, members, safeguard)) << safeguard;
+  // nodes 3 and 7 in one group: their w is (d3 + d7) / (s3 + s7), the others' unchanged
+  std::vector<Index> pair_ptr, pair_members;
+  pair_ptr.push_back(0);
+  for (Index k = 0; k < nodes; ++k) {
+    if (k == 7) continue;
+    pair_members.push_back(k);
+    if (k == 3) pair_members.push_back(7);
+    pair_ptr.push_back(Index(pair_members.size()));
+  }
+  const std::vector<Scalar> single = w_of({}, {}, 0), pair = w_of(pair_ptr, pair_members, 0);
+  for (Index k = 0; k < nodes; ++k) {
+    const Scalar expect = k == 3 || k == 7 ? (diag[3] + diag[7]) / (norm2[3] + norm2[7]) : single[3 * std::size_t(k)];
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(pair[3 * std::size_t(k) + c], expect) << "node " << k;
+  }
 }
 
 }  // namespace

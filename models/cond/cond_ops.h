@@ -261,24 +261,26 @@ struct FrobeniusNodeOp {
 // (Prop. 3 needs |I - W A| < 1); the Frobenius w alone can give lambda_max(W A) > 2 on stiff FEM.
 struct FrobeniusGroupOp {
   static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
-  const Index* group_ptr;
+  const Index* group_ptr;    // null: every node its own group, group g = node g
   const Index* group_nodes;
   const Scalar* diag_sum;
   const Scalar* row_norm2;
   const Scalar* row_abs;
   Scalar safeguard;
   Scalar* w;
+  CONDSIM_HD_INLINE Index Node(Index k) const { return group_ptr != nullptr ? group_nodes[k] : k; }
   CONDSIM_HD_INLINE void operator()(Index g) const {
+    const Index begin = group_ptr != nullptr ? group_ptr[g] : g, end = group_ptr != nullptr ? group_ptr[g + 1] : g + 1;
     Scalar d = 0, s = 0, a = 0;
-    for (Index k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
-      d += diag_sum[group_nodes[k]];
-      s += row_norm2[group_nodes[k]];
-      a = row_abs[group_nodes[k]] > a ? row_abs[group_nodes[k]] : a;
+    for (Index k = begin; k < end; ++k) {
+      d += diag_sum[Node(k)];
+      s += row_norm2[Node(k)];
+      a = row_abs[Node(k)] > a ? row_abs[Node(k)] : a;
     }
     Scalar value = d / s;
     if (safeguard > 0 && value * a > safeguard) value = safeguard / a;
-    for (Index k = group_ptr[g]; k < group_ptr[g + 1]; ++k) {
-      Scalar* p = w + 3 * std::int64_t(group_nodes[k]);
+    for (Index k = begin; k < end; ++k) {
+      Scalar* p = w + 3 * std::int64_t(Node(k));
       p[0] = p[1] = p[2] = value;
     }
   }

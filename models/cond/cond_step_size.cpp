@@ -65,6 +65,10 @@ void CondStepSize::Group(const std::vector<unsigned char>& own) {
   std::vector<Index> fill(ptr.begin(), ptr.end() - 1);
   for (Index k = 0; k < nodes; ++k) members[fill[group_of[k]]++] = k;
   num_groups_ = static_cast<Index>(count.size());
+  // every node its own group (no D-contact links two nodes of their own w): nothing to upload,
+  // FrobeniusGroupOp takes group g as node g
+  singletons_ = num_groups_ == nodes;
+  if (singletons_) return;
   // the same groups as the last contacts (no D-contact changed): nothing to upload
   if (ptr == group_ptr_host_ && members == group_nodes_host_) return;
   group_ptr_.Assign(ctx_->backend, ptr);
@@ -87,7 +91,7 @@ void CondStepSize::Compute(DeviceBlockMatrix& a, const std::vector<CondComponent
     solves_since_w_ = 0;
   }
   ++solves_since_w_;
-  k.FrobeniusGroups(num_groups_, group_ptr_.data(), group_nodes_.data(), diag_sum_.data(), row_norm2_.data(),
+  k.FrobeniusGroups(num_groups_, singletons_ ? nullptr : group_ptr_.data(), singletons_ ? nullptr : group_nodes_.data(), diag_sum_.data(), row_norm2_.data(),
                     row_abs_.data(), static_cast<Scalar>(params.w_safeguard), ctx_->w.data());
   for (CondComponent* c : parts)
     if (c->active()) c->SetGamma();

@@ -39,6 +39,7 @@ class CondStepSize {
   Array<Index> group_ptr_, group_nodes_;
   std::vector<Index> group_ptr_host_, group_nodes_host_;  // what group_ptr_ and group_nodes_ hold
   Index num_groups_ = 0;
+  bool singletons_ = false;  // every node its own group: group_ptr_ and group_nodes_ not used
   Array<Scalar> diag_sum_, row_norm2_, row_abs_;  // per node
   const DeviceBlockMatrix* w_matrix_ = nullptr;
   std::uint64_t w_pattern_ = 0;  // w_matrix_'s pattern_version() when the sums were made
