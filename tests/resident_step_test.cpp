@@ -98,6 +98,40 @@ TEST(ArrayCapacity, ReserveKeepsTheEntriesAndLaterResizesAllocateNothing) {
   EXPECT_EQ((be->counters() - c1).allocations, 1);
 }
 
+// AssignSuffix: the entries before the first change kept, the rest uploaded in one upload (bytes:
+// exactly the suffix), none when equal; growth beyond the capacity keeps the prefix through the
+// new allocation; a held copy of the wrong size is an error. Reference: the host vectors and the
+// counts the code must give, exact
+TEST(ArrayCapacity, AssignSuffixUploadsFromTheFirstChange) {
+  auto be = Cpu();
+  Array<Index> a;
+  std::vector<Index> held;
+  const auto assign = [&](const std::vector<Index>& host) {
+    const BackendCounters c = be->counters();
+    a.AssignSuffix(be.get(), host, held);
+    held = host;
+    EXPECT_EQ(a.ToHost(), host);
+    return be->counters() - c;
+  };
+  BackendCounters d = assign({0, 0, 0, 0, 1, 1});
+  EXPECT_EQ(d.upload_bytes, 6 * 4);
+  d = assign({0, 0, 0, 0, 1, 1});
+  EXPECT_EQ(d.uploads, 0);
+  d = assign({0, 0, 0, 0, 1, 1, 2, 2});  // a longer tail: two entries up
+  EXPECT_EQ(d.upload_bytes, 2 * 4);
+  d = assign({0, 0, 0, 0, 1});  // a shorter one: nothing up
+  EXPECT_EQ(d.uploads, 0);
+  d = assign({0, 0, 5, 0, 1});
+  EXPECT_EQ(d.upload_bytes, 3 * 4);
+  const Index cap = a.capacity();
+  std::vector<Index> longer(std::size_t(cap) + 3, 9);
+  longer[0] = 0;
+  d = assign(longer);  // beyond the capacity: one allocation, the kept entry copied on the backend
+  EXPECT_EQ(d.allocations, 1);
+  EXPECT_EQ(d.upload_bytes, 4 * (std::int64_t(cap) + 2));
+  EXPECT_THROW(a.AssignSuffix(be.get(), longer, std::vector<Index>{1}), Error);
+}
+
 TEST(ArrayCapacity, SegmentOffsetsAssignUploadsOnlyChanges) {
   auto be = Cpu();
   SegmentOffsets s(be.get(), {0, 3, 6});

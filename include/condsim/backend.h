@@ -245,16 +245,10 @@ class Array {
       backend_ = backend;
     }
     CONDSIM_CHECK(backend_ != nullptr || n == 0, "Array::Resize: no backend");
-    if (n > capacity_) {
-      const Index big = std::numeric_limits<Index>::max() / 2;
-      const Index grown = n > big || capacity_ > big / 2 ? n : std::max({n + n / 2, 2 * capacity_, Index(16)});
-      T* fresh = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(grown)));
-      if (data_ != nullptr) backend_->Free(data_);
-      data_ = fresh;
-      capacity_ = grown;
-    } else if (n > 0) {
+    if (n > capacity_)
+      Grow(n, 0);
+    else if (n > 0)
       backend_->Invalidate(data_, sizeof(T) * std::size_t(n));
-    }
     size_ = n;
   }
   void Resize(Index n) { Resize(nullptr, n); }
@@ -262,6 +256,24 @@ class Array {
   void Assign(Backend* backend, const std::vector<T>& host) {
     Resize(backend, CheckedIndex(host.size(), "array size"));
     CopyFromHost(host);
+  }
+  // Assign(backend, host) for an array that holds `held` (its owner's copy of the entries): the
+  // entries before the first that differs are kept (copied on the backend when the allocation
+  // moves), the rest uploaded in one upload, none when nothing differs (a node array whose tail
+  // alone changes: the virtual nodes')
+  void AssignSuffix(Backend* backend, const std::vector<T>& host, const std::vector<T>& held) {
+    CONDSIM_CHECK(held.size() == std::size_t(size_) && (backend == nullptr || backend == backend_ || size_ == 0),
+                  "Array::AssignSuffix: the held copy has " << held.size() << " entries, the array " << size_);
+    if (backend != nullptr && backend != backend_) {
+      Release();
+      backend_ = backend;
+    }
+    const Index n = CheckedIndex(host.size(), "array size");
+    Index first = 0;
+    while (first < n && first < size_ && host[std::size_t(first)] == held[std::size_t(first)]) ++first;
+    if (n > capacity_) Grow(n, first);
+    size_ = n;
+    if (n > first) backend_->CopyFromHost(data_ + first, host.data() + first, sizeof(T) * std::size_t(n - first));
   }
   // capacity for n entries on `backend` (null: the array's own), from a bound known in advance
   // (e.g. the contacts a scene can make), so that later Resize calls within it never allocate:
@@ -302,6 +314,17 @@ class Array {
   }
 
  private:
+  // a new allocation for at least n entries (headroom as Resize's), the first `keep` entries
+  // copied into it
+  void Grow(Index n, Index keep) {
+    const Index big = std::numeric_limits<Index>::max() / 2;
+    const Index grown = n > big || capacity_ > big / 2 ? n : std::max({n + n / 2, 2 * capacity_, Index(16)});
+    T* fresh = static_cast<T*>(backend_->Allocate(sizeof(T) * std::size_t(grown)));
+    if (keep > 0) backend_->CopyWithin(fresh, data_, sizeof(T) * std::size_t(keep));
+    if (data_ != nullptr) backend_->Free(data_);
+    data_ = fresh;
+    capacity_ = grown;
+  }
   void Release() noexcept {
     if (data_ != nullptr) backend_->Free(data_);
     data_ = nullptr;

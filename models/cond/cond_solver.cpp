@@ -175,8 +175,10 @@ void CondSolver::Prepare(DeviceBlockMatrix& a) {
     std::vector<Index> dof_offsets(std::size_t(ctx_.num_envs) + 1, 0);
     for (Index e : node_env) dof_offsets[std::size_t(e) + 1] += 3;
     for (Index e = 0; e < ctx_.num_envs; ++e) dof_offsets[e + 1] += dof_offsets[e];
-    // the arrays keep their memory when the node count changes (Array::Resize)
-    ctx_.node_env.Assign(b, node_env);
+    // the arrays keep their memory when the node count changes (Array::Resize); of the nodes'
+    // environments only the entries from the first changed one go up (the virtual nodes' tail)
+    ctx_.node_env.AssignSuffix(b, node_env, node_env_held_);
+    node_env_held_ = node_env;
     ctx_.dof_offsets.Assign(b, dof_offsets);
     // interleaved environments: the DOFs grouped by environment, each in its own order
     ctx_.env_perm.Resize(b, 0);

@@ -241,6 +241,7 @@ class CondSolver {
   bool contacts_dirty_ = true;
   // per DOF / per environment arrays of the loop
   Array<Scalar> v_prev_, diff_, env_nu_, env_theta2_;
+  std::vector<Index> node_env_held_;  // what ctx_.node_env holds (AssignSuffix)
   Array<Scalar> env_check_;  // per environment theta^2, the Chebyshev restarts, failed; then the truncated
                              // modes' refresh request (one read at a check)
   Array<CondChebyshevEnv> env_chebyshev_;  // per environment the Chebyshev state (chebyshev_state_ops.h)
