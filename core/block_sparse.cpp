@@ -12,10 +12,7 @@ namespace condsim {
 
 Index BlockPattern::Find(Index r, Index c) const {
   if (r < 0 || r >= block_rows) return -1;
-  const auto begin = col_idx.begin() + row_ptr[r];
-  const auto end = col_idx.begin() + row_ptr[r + 1];
-  const auto it = std::lower_bound(begin, end, c);
-  return (it != end && *it == c) ? static_cast<Index>(it - col_idx.begin()) : -1;
+  return FindBlock(row_ptr.data(), col_idx.data(), r, c);
 }
 
 void BlockPattern::Validate() const {

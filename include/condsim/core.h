@@ -48,4 +48,11 @@ CONDSIM_HD_INLINE Index LowerBound(const T* keys, Index lo, Index hi, T key) {
   return lo;
 }
 
+// the position of block (r, c) in a block-CSR pattern (column indices ascending in each row), or
+// -1 when the row holds no such block
+CONDSIM_HD_INLINE Index FindBlock(const Index* row_ptr, const Index* col_idx, Index r, Index c) {
+  const Index k = LowerBound(col_idx, row_ptr[r], row_ptr[r + 1], c);
+  return k < row_ptr[r + 1] && col_idx[k] == c ? k : -1;
+}
+
 }  // namespace condsim

@@ -38,13 +38,7 @@ struct ChainBandBlockOp {
   CONDSIM_HD void operator()(Index i) const {
     const Index g = i / (band + 1), d = i % (band + 1);
     const Index c = LowerBound(ptr, 0, chains + 1, g + 1) - 1;
-    Index block = -1;
-    if (g - d >= ptr[c]) {
-      const Index row = nodes[g], col = nodes[g - d];
-      const Index k = LowerBound(col_idx, row_ptr[row], row_ptr[row + 1], col);
-      if (k < row_ptr[row + 1] && col_idx[k] == col) block = k;
-    }
-    band_block[i] = block;
+    band_block[i] = g - d >= ptr[c] ? FindBlock(row_ptr, col_idx, nodes[g], nodes[g - d]) : -1;
   }
 };
 

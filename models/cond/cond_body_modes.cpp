@@ -255,8 +255,7 @@ void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   coarse_ok_.Reserve(b, bodies);
   coarse_refresh_.Reserve(b, bodies);
   if (free_) loaded_.Reserve(b, patches);
-  partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeMinChunk + patches + 1), false);
-  solve_lanes_.Reserve(b, 6 * BodyModeSolveOp::kLanes * patches, false);
+  ReserveSelections();
   // gate entries: at most two per contact (a D-contact between two patches)
   const Index gate_chunks = 2 * bounds.contacts / kBodyModeMinChunk + modes_.size() + 1;
   gate_partial_.Reserve(b, 6 * gate_chunks, false);
@@ -445,16 +444,13 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   ctx_->kernels->BodyModeNodeArm(listed_, BodyModeNodeArmOp{arrays_.node.data(), arrays_.arm.data(), node_arm_.data()});
   if (t_.size() < 18 * t_entries_) t_.Resize(b, 18 * t_entries_);
   g_.Resize(b, 6 * num_patches_);
-  // the chunks of any selection of modes_' nodes fit (no allocation when contact nodes leave)
-  partial_.Reserve(b, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeMinChunk + modes_.size() + 1), false);
+  ReserveSelections();
   partial_.Resize(b, 6 * chunks_);
   // the gate chunks of any contact set within the reservation fit too (Reserve)
   gate_partial_.Resize(b, 6 * gate_chunks_);
   gate_alpha_.Resize(b, gate_chunks_);
   gate_hit_.Resize(b, gate_chunks_);
   dv_.Resize(b, 6 * num_patches_);
-  // the warps' partial sums of BodyModeSolveOp, for any selection of modes_' patches
-  solve_lanes_.Reserve(b, 6 * BodyModeSolveOp::kLanes * static_cast<Index>(modes_.size()), false);
   solve_lanes_.Resize(b, 6 * BodyModeSolveOp::kLanes * num_patches_);
   if (free_) loaded_.Assign(b, std::vector<unsigned char>(std::size_t(num_patches_), 0));
   // room for Corrected's copy of v (sized there, where it is written: no allocation in the loop)
@@ -476,6 +472,14 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
                                                            all ? nullptr : coarse_refresh_.data(), Scalar(kPatchRegularization)});
   }
   FactorSparse(a.pattern(), used, refresh_body);
+}
+
+void CondBodyModes::ReserveSelections() {
+  // the chunks' sums of any selection of modes_' nodes and the warps' partial sums of
+  // BodyModeSolveOp for any selection of its patches (no allocation when contact nodes leave)
+  const Index patches = modes_.size();
+  partial_.Reserve(ctx_->backend, 6 * (static_cast<Index>(modes_.node.size()) / kBodyModeMinChunk + patches + 1), false);
+  solve_lanes_.Reserve(ctx_->backend, 6 * BodyModeSolveOp::kLanes * patches, false);
 }
 
 const Array<Scalar>& CondBodyModes::Corrected(const Array<Scalar>& v) {

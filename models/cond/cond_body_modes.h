@@ -176,6 +176,8 @@ class CondBodyModes : public CondComponent {
   // the sparse bodies' dv from this solve's g (BodyModeSparseSolveOp)
   void SolveSparse();
   BodyModeFactorValues FactorValues();
+  // capacity for the scratch sums of any selection of modes_' nodes and patches
+  void ReserveSelections();
   // the correction's data on v (and r) for BodyModeApplyStepOp
   BodyModeCorrection ApplyData(Array<Scalar>* v);
 

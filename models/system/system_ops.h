@@ -255,7 +255,7 @@ struct VirtualTargetBlockOp {
     const Index r = Index(std::int64_t(m.target_key[t] / std::uint64_t(m.nodes)));
     const Index c = Index(std::int64_t(m.target_key[t] % std::uint64_t(m.nodes)));
     if (r < m.base_nodes && c < m.base_nodes) {
-      target_block[t] = block_map[LowerBound(m.base_col, m.base_row_ptr[r], m.base_row_ptr[r + 1], c)];
+      target_block[t] = block_map[FindBlock(m.base_row_ptr, m.base_col, r, c)];
       return;
     }
     target_block[t] = m.row_ptr[r] + m.BaseBlocks(r) + (t - m.first_new[r]);
