@@ -129,7 +129,16 @@ Index Backend::ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out)
   ++counters_.launches;
   CountRead(sizeof(Index));
   const ReadTimer timer(&counters_.read_ns);
-  return DoExclusiveScan(n, in.data(), out->data());
+  return DoExclusiveScan(n, in.data(), out->data(), true);
+}
+
+void Backend::ExclusiveScanOnBackend(Index n, const Array<Index>& in, Array<Index>* out) {
+  CheckSameBackend(this, in.backend(), "ExclusiveScan: in");
+  CheckSameBackend(this, out->backend(), "ExclusiveScan: out");
+  CONDSIM_CHECK(n >= 0 && n <= in.size() && n <= out->size(), "ExclusiveScan: n = " << n << " exceeds the arrays");
+  if (n == 0) return;
+  ++counters_.launches;
+  DoExclusiveScan(n, in.data(), out->data(), false);
 }
 
 void Backend::SortPairs(Index n, Array<std::uint64_t>* keys, Array<Index>* values) {

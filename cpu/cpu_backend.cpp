@@ -120,7 +120,7 @@ class CpuBackend final : public Backend {
         threads_, num_segments, offsets, Scalar(0), [=](Index i) { return std::fabs(x[i]); },
         [](Scalar a, Scalar b) { return NanMax(a, b); }, out);
   }
-  Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
+  Index DoExclusiveScan(Index n, const Index* in, Index* out, bool /*total*/) override {
     const cpu::GuardScope open;
     Index sum = 0;
     for (Index i = 0; i < n; ++i) {

@@ -260,14 +260,15 @@ class CudaBackend final : public Backend {
                          Scalar* out) override {
     SegmentedReduce(num_segments, offsets, end, AbsTerm{x}, NanMaxOp{}, Scalar(0), out);
   }
-  Index DoExclusiveScan(Index n, const Index* in, Index* out) override {
+  Index DoExclusiveScan(Index n, const Index* in, Index* out, bool total) override {
     // the total is the last input plus its prefix; read the input first (out may alias it)
     Index last = 0, prefix = 0;
-    DoCopyToHost(&last, in + (n - 1), sizeof(Index));
+    if (total) DoCopyToHost(&last, in + (n - 1), sizeof(Index));
     std::size_t bytes = 0;
     CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, stream_));
     void* tmp = Scratch(bytes);
     CONDSIM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, n, stream_));
+    if (!total) return 0;
     DoCopyToHost(&prefix, out + (n - 1), sizeof(Index));
     return prefix + last;
   }

@@ -264,5 +264,94 @@ TEST(CondBarycentric, IterationsIndependentOfKv) {
   EXPECT_LE(its[2], 2 * its[0] + 10) << its[0] << " " << its[1] << " " << its[2];
 }
 
+// the record made on the backend from the system's virtual nodes (SystemMatrix::
+// virtual_nodes_on_backend) against the one uploaded from the host: bitwise the same fields and
+// solves, with a rigid point among the barycentric nodes, over three sets in a row (the arrays
+// reused), and nothing uploaded; hload against the host's rule (its weights in virtual-node order,
+// then 1 per contact node that is the host); a set that is not the system's goes up as before
+TEST(CondBarycentric, BackendMadeRecordEqualsTheUploadedOne) {
+  auto rng = test::Rng();
+  const Part part = MakePart(rng);
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  SystemMatrix sys(backend.get());
+  sys.AddPart(part.m.pattern);
+  auto a = backend->CreateMatrix(part.m.pattern);
+  a->SetValues(part.m.values);
+  Array<Scalar> b(backend.get(), part.b), v0(backend.get(), std::vector<Scalar>(part.b.size(), 0));
+  CondParams params;
+  params.theta_threshold = 1e-8;
+  params.max_iterations = 2000;
+  CondSolver uploaded(backend.get(), params), made(backend.get(), params);
+  const Scalar kv = 1e5;
+  const std::vector<std::vector<Virtual>> sets = {
+      {{{0, 1, 2}, {0.2, 0.3, 0.5}}, {{1, 2, 3}, {0.5, 0.25, 0.25}}, {{4, 0}, {0.7, 0.3}}},
+      {{{2, 4}, {0.4, 0.6}}, {{0, 1, 2}, {0.1, 0.6, 0.3}}},
+      {{{1, 3, 4}, {0.3, 0.3, 0.4}}, {{3, 1}, {0.9, 0.1}}, {{0, 2, 4}, {0.25, 0.5, 0.25}}, {{2, 3}, {0.5, 0.5}}}};
+  BarycentricNodes bn;
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    // the barycentric nodes, with a rigid point (hosts 3 and 4) after the first
+    VirtualNodeSet vn;
+    bn = BarycentricNodes();
+    for (std::size_t k = 0; k < sets[s].size(); ++k) {
+      const Virtual& x = sets[s][k];
+      bn.node.push_back(kBase + vn.AddBarycentric(Index(x.hosts.size()), x.hosts.data(), x.w.data(), kv));
+      bn.host.insert(bn.host.end(), x.hosts.begin(), x.hosts.end());
+      bn.weight.insert(bn.weight.end(), x.w.begin(), x.w.end());
+      bn.ptr.push_back(Index(bn.host.size()));
+      bn.kv.push_back(kv);
+      if (k == 0) vn.AddRigidPoint(3, 4, Vec3(0.01, -0.02, 0.03), kv);
+    }
+    sys.SetVirtualNodes(vn);
+    sys.Assemble({a.get()}, {&b});
+    ASSERT_NE(sys.virtual_nodes_on_backend().kind, nullptr);
+    const Mat3 r = ContactFrame(Vec3(0, 0, 1));
+    ContactSet contacts;
+    contacts.Add(bn.node.front(), -1, r, -0.5, 0.3, 0.3);
+    contacts.Add(bn.node.back(), -1, r, -0.2, 0.3, 0.3);
+    contacts.Add(1, -1, r, -0.1, 0.3, 0.3);
+    contacts.Add(4, 0, r, -0.1, 0.3, 0.3);
+    const std::int64_t up0 = backend->counters().upload_bytes;
+    uploaded.SetBarycentricNodes(bn);
+    const std::int64_t up1 = backend->counters().upload_bytes;
+    made.SetBarycentricNodes(bn, &sys.virtual_nodes_on_backend());
+    EXPECT_GT(up1, up0) << "set " << s;
+    EXPECT_EQ(backend->counters().upload_bytes, up1) << "set " << s;
+    std::vector<Scalar> v[2], lambda[2];
+    int iterations[2];
+    for (int p = 0; p < 2; ++p) {
+      CondSolver& solver = p == 0 ? uploaded : made;
+      solver.SetNodeEnvironments(std::vector<Index>(std::size_t(sys.num_nodes()), 0));
+      solver.SetContacts(contacts);
+      Array<Scalar> x;
+      sys.GatherVelocity({&v0}, &x);
+      iterations[p] = solver.Solve(sys.matrix(), sys.rhs(), &x).iterations;
+      v[p] = x.ToHost();
+      lambda[p] = solver.Impulses();
+    }
+    EXPECT_EQ(iterations[0], iterations[1]) << "set " << s;
+    EXPECT_EQ(v[0], v[1]) << "set " << s;
+    EXPECT_EQ(lambda[0], lambda[1]) << "set " << s;
+    const BarycentricHost hu = uploaded.BackendBarycentric(), hm = made.BackendBarycentric();
+#define CONDSIM_EXPECT_FIELD(T, name) EXPECT_EQ(hu.name, hm.name) << #name << ", set " << s;
+    CONDSIM_BARYCENTRIC_FIELDS(CONDSIM_EXPECT_FIELD)
+#undef CONDSIM_EXPECT_FIELD
+    ASSERT_EQ(hu.hload.size(), hu.hnode.size());
+    for (std::size_t h = 0; h < hu.hnode.size(); ++h) {
+      Scalar load = 0;
+      for (Index e = hu.hptr[h]; e < hu.hptr[h + 1]; ++e) load += hu.hw[std::size_t(e)];
+      for (Index m = 0; m < contacts.size(); ++m)
+        for (Index node : {contacts.node_i[m], contacts.node_j[m]})
+          if (node == hu.hnode[h]) load += 1;
+      EXPECT_EQ(hu.hload[h], load) << "host " << hu.hnode[h] << ", set " << s;
+    }
+  }
+  // weights that are not the system's: uploaded
+  bn.weight[0] += 0.01;
+  const std::int64_t up = backend->counters().upload_bytes;
+  made.SetBarycentricNodes(bn, &sys.virtual_nodes_on_backend());
+  EXPECT_GT(backend->counters().upload_bytes, up);
+  EXPECT_EQ(made.BackendBarycentric().weight, bn.weight);
+}
+
 }  // namespace
 }  // namespace condsim

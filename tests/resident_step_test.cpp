@@ -112,7 +112,7 @@ TEST(ResidentStep, BatchUploadsNothingPerIteration) {
 // each way per step plus 192 B per contact (the impulses read back, 24 B; the inelastic stage's
 // touched nodes, 48 B down and 40 B up each, up to 3 per contact side). Reference: that bound (a
 // DOF-sized array is 18.5 KB on soft_gripper, 33 KB on soft_mat_folding). Now, steps 2-20, the
-// largest step: 384 B up / 1800 B down (soft_gripper), 13312 / 31688 B (soft_mat_folding); before
+// largest step: 384 B up / 1800 B down (soft_gripper), 0 / 657 B (soft_mat_folding); before
 // (b310cb4, the FEM rigid predictor, v-hat and the inelastic stage through the host; this test
 // fails there): 37344 / 76864 B and 69264 / 150080 B
 TEST(ResidentStep, WorldStagesTransferNoDofSizedArrays) {
@@ -144,7 +144,8 @@ TEST(ResidentStep, WorldStagesTransferNoDofSizedArrays) {
 
 // soft_mat_folding, steps 2-10: the world's own stages (the inelastic stage, the records) read
 // no impulses unless asked: at most 1 B per contact and 1 KB more per step (which contacts are
-// pressed; its lone S-contacts are corrected on the backend, InelasticNodeOp), where reading the
+// pressed; its lone S-contacts are chosen and corrected on the backend, InelasticLoneKeyOp and
+// InelasticNodeOp, so nothing goes up: ~1.6 KB of their indices did), where reading the
 // impulses costs 24 B per contact; World::contacts() then reads them once (24 B per contact, one
 // download) and the flagged points' positions for the frames and contact points only the backend
 // made (DetectStage::Complete: 24 B per point, one download; each of the mat's flagged points
@@ -168,6 +169,7 @@ TEST(ResidentStep, ImpulsesAreReadOnlyForTheRecords) {
     if (k == 0) continue;
     ASSERT_GT(st.contacts, 100) << "step " << k + 1;
     EXPECT_LE(own.download_bytes, std::int64_t(st.contacts) + 1024) << "step " << k + 1;
+    EXPECT_EQ(own.upload_bytes, 0) << "step " << k + 1;
     EXPECT_EQ(records, std::size_t(st.contacts));
     EXPECT_EQ(first.downloads, 2);
     EXPECT_EQ(first.download_bytes, 48 * std::int64_t(st.contacts));

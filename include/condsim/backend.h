@@ -150,6 +150,8 @@ class Backend {
   // ---- index primitives (the broad phase): exclusive prefix sum of in[0, n) into out[0, n)
   // (out may alias in); returns the total
   Index ExclusiveScan(Index n, const Array<Index>& in, Array<Index>* out);
+  // the same without the total: nothing is read back (for a host that knows the total already)
+  void ExclusiveScanOnBackend(Index n, const Array<Index>& in, Array<Index>* out);
   // sorts the first n (key, value) pairs by key, stably (equal keys keep their order)
   void SortPairs(Index n, Array<std::uint64_t>* keys, Array<Index>* values);
 
@@ -194,7 +196,8 @@ class Backend {
                               const Scalar* y, Scalar* out) = 0;
   virtual void DoSegmentedMaxAbs(Index num_segments, const Index* offsets, Index end, const Scalar* x,
                                  Scalar* out) = 0;
-  virtual Index DoExclusiveScan(Index n, const Index* in, Index* out) = 0;
+  // returns the total when `total` (else 0, and nothing is read back)
+  virtual Index DoExclusiveScan(Index n, const Index* in, Index* out, bool total) = 0;
   virtual void DoSortPairs(Index n, std::uint64_t* keys, Index* values) = 0;
 
  private:

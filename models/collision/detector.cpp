@@ -317,7 +317,7 @@ void Detector::WriteContacts(const ContactPlan& plan, Scalar dt, Scalar angle, c
     const ReachShapes rs{shapes_.data(), shape_env_ptr_.data(), shape_list_.data(), arrays_.view().vertex_owner, arrays_.view().owner_env};
     const Index points = candidates_.size();
     kernels_->Run(points, StaticReachCountOp{rs, node_query_.data(), node_out_reach_.data(), point_count_.data()});
-    backend_->ExclusiveScan(points, point_count_, &point_offset_);
+    backend_->ExclusiveScanOnBackend(points, point_count_, &point_offset_);
     for (const ContactRun& r : plan.runs)
       if (r.point_end > r.point)
         kernels_->Run(r.point_end - r.point, ContactRunOp{rs, node_query_.data(), node_out_reach_.data(), point_offset_.data(),

@@ -30,6 +30,7 @@ namespace condsim {
   X(Scalar, hw)     /* per incidence: host h's weight in k */                             \
   X(Scalar, hload)  /* per host h: L_h, its incidence weights plus its direct contacts */
 CONDSIM_RECORD_VIEW(BarycentricView, CONDSIM_BARYCENTRIC_FIELDS)
+CONDSIM_RECORD_OUT_VIEW(BarycentricOutView, CONDSIM_BARYCENTRIC_FIELDS)
 
 // per host: A_o's row sums for the Frobenius W (A's row less its eq. 15 terms: kv w_a w_c I in
 // host blocks, -kv w_a I in virtual-node columns)
@@ -122,6 +123,131 @@ struct BarycentricNodeOp {
     for (Index q = g.ptr[k]; q < g.ptr[k + 1]; ++q) vk += g.weight[q] * LoadVec3(u, g.host[q]);
     if (before_sweep) vk -= w[3 * std::int64_t(n)] * fk;
     StoreVec3(u, n, vk);
+  }
+};
+
+// The record made on the backend from the system's virtual nodes (VirtualNodesOnBackend: hosts,
+// compact Jacobians, gains), bitwise the host's CondBarycentric::Set and OnContacts: the
+// barycentric virtual nodes are those whose blocks are all w I (a rigid point's second is
+// -[r]x), in their order; the hosts' side is the entries sorted by host (stably: each host's
+// incidences in virtual-node order).
+
+// per virtual node k: 1 when it is barycentric (in pick) and its host count when so (in count);
+// item `count` writes 0 to both, so that their scans end with the totals
+struct BarycentricPickOp {
+  const Index* vn_ptr;
+  const unsigned char* kind;
+  Index count;
+  Index* pick;
+  Index* entries;
+  CONDSIM_HD void operator()(Index k) const {
+    bool bary = k < count;
+    for (Index e = bary ? vn_ptr[k] : 0; bary && e < vn_ptr[k + 1]; ++e) bary = kind[e] == 0;
+    pick[k] = bary ? 1 : 0;
+    entries[k] = bary ? vn_ptr[k + 1] - vn_ptr[k] : 0;
+  }
+};
+
+// per virtual node k (pick and entries scanned): its record entries node, kv, ptr, host, weight
+// and per entry its sort key (the host) and index; item `count` closes ptr
+struct BarycentricFillOp {
+  const Index* vn_ptr;
+  const Index* vn_host;
+  const Index* param_offset;  // per entry its w in param
+  const Scalar* param;
+  const Scalar* vn_kv;
+  Index base_nodes;
+  Index count;
+  const Index* pick;     // scanned: k's place among the barycentric nodes
+  const Index* entries;  // scanned: its first entry
+  BarycentricOutView g;
+  Index* owner;          // per entry: its barycentric node
+  std::uint64_t* key;
+  Index* order;
+  CONDSIM_HD void operator()(Index k) const {
+    const Index b = pick[k], first = entries[k];
+    if (k == count) {
+      g.ptr[b] = first;
+      return;
+    }
+    if (pick[k + 1] == b) return;
+    g.node[b] = base_nodes + k;
+    g.kv[b] = vn_kv[k];
+    g.ptr[b] = first;
+    for (Index e = vn_ptr[k]; e < vn_ptr[k + 1]; ++e) {
+      const Index q = first + e - vn_ptr[k];
+      g.host[q] = vn_host[e];
+      g.weight[q] = param[param_offset[e]];
+      owner[q] = b;
+      key[q] = std::uint64_t(vn_host[e]);
+      order[q] = q;
+    }
+  }
+};
+
+// per sorted entry j (item `entries` writes 0): 1 where a host's run starts
+struct BarycentricHeadOp {
+  const std::uint64_t* key;
+  Index entries;
+  Index* head;
+  CONDSIM_HD void operator()(Index j) const { head[j] = j < entries && (j == 0 || key[j] != key[j - 1]) ? 1 : 0; }
+};
+
+// per sorted entry j (head scanned): the host side, hnode, hptr, hvn, hw, and each entry's slot;
+// item `entries` closes hptr
+struct BarycentricTransposeOp {
+  const std::uint64_t* key;
+  const Index* order;
+  const Index* head;  // scanned: the hosts before j's run (j's own when it starts one)
+  const Index* owner;
+  Index entries;
+  BarycentricOutView g;
+  CONDSIM_HD void operator()(Index j) const {
+    if (j == entries) {
+      g.hptr[head[j]] = entries;
+      return;
+    }
+    const bool starts = head[j + 1] != head[j];
+    const Index h = starts ? head[j] : head[j] - 1;
+    if (starts) {
+      g.hnode[h] = static_cast<Index>(key[j]);
+      g.hptr[h] = j;
+    }
+    const Index q = order[j];
+    g.slot[q] = h;
+    g.hvn[j] = owner[q];
+    g.hw[j] = g.weight[q];
+  }
+};
+
+// per contact m: its two nodes as sort keys (an S-contact's missing node j sorts last)
+struct BarycentricContactKeyOp {
+  const Index* node_i;
+  const Index* node_j;
+  std::uint64_t* key;
+  Index* order;
+  CONDSIM_HD void operator()(Index m) const {
+    key[2 * m] = std::uint64_t(node_i[m]);
+    key[2 * m + 1] = node_j[m] >= 0 ? std::uint64_t(node_j[m]) : ~std::uint64_t(0);
+    order[2 * m] = 2 * m;
+    order[2 * m + 1] = 2 * m + 1;
+  }
+};
+
+// per host h: L_h, its incidence weights summed in virtual-node order plus one per contact
+// node that is h (the contacts' nodes sorted), added one by one as the host adds them
+struct BarycentricLoadOp {
+  BarycentricOutView g;
+  const std::uint64_t* contact_key;
+  Index contact_keys;
+  CONDSIM_HD void operator()(Index h) const {
+    Scalar load = 0;
+    for (Index j = g.hptr[h]; j < g.hptr[h + 1]; ++j) load += g.hw[j];
+    const std::uint64_t a = std::uint64_t(g.hnode[h]);
+    const Index lo = LowerBound(contact_key, Index(0), contact_keys, a);
+    const Index hi = LowerBound(contact_key, lo, contact_keys, a + 1);
+    for (Index c = lo; c < hi; ++c) load += 1;
+    g.hload[h] = load;
   }
 };
 }  // namespace condsim

@@ -29,11 +29,19 @@ class CondBarycentric : public CondComponent {
  public:
   using CondComponent::CondComponent;
   // hosts must not be rigid-group nodes or virtual nodes themselves; returns whether the virtual
-  // nodes or their hosts changed (not only the weights and kv)
-  bool Set(const BarycentricNodes& nodes);
+  // nodes or their hosts changed (not only the weights and kv). With `source` (the system's
+  // virtual nodes on the backend) the record is made there when `nodes` are its barycentric ones
+  // (all blocks w I) in its order, else uploaded
+  bool Set(const BarycentricNodes& nodes, const VirtualNodesOnBackend* source = nullptr);
   // capacity for the virtual nodes of `bounds` (Array::Reserve)
   void Reserve(const ContactBounds& bounds);
   bool active() const override { return num_nodes_ > 0; }
+  // the record on the backend, read back (tests)
+  BarycentricHost Download() const {
+    BarycentricHost h;
+    arrays_.Download(&h);
+    return h;
+  }
   void Check() const override;
   void MarkOwnGamma(std::vector<unsigned char>* own) const override;
   void MarkContactNodes(std::vector<unsigned char>* contact) const override;
@@ -46,11 +54,18 @@ class CondBarycentric : public CondComponent {
 
  private:
   void Respond(bool before_sweep);
+  // whether `source` holds nodes as its barycentric virtual nodes (checked on the host's copies)
+  static bool Derivable(const BarycentricNodes& nodes, const VirtualNodesOnBackend& source);
+  // the record's arrays from `source` on the backend (BarycentricPickOp ... BarycentricTransposeOp)
+  void MakeOnBackend(const VirtualNodesOnBackend& source);
 
   Index num_nodes_ = 0, num_hosts_ = 0, max_node_ = -1;
-  BarycentricHost host_;  // hload: per contact set (OnContacts)
-  std::vector<Scalar> host_sum_;  // per host: its incidence weights
+  BarycentricHost host_;  // hload is made on the backend (OnContacts)
   BarycentricArrays arrays_;
+  // MakeOnBackend's and OnContacts' scratch: per virtual node its pick and entries (scanned), per
+  // entry its node, sort key and index, the hosts' run heads; the contacts' nodes sorted
+  Array<Index> pick_, entries_, owner_, order_, head_, contact_order_;
+  Array<std::uint64_t> key_, contact_key_;
 };
 
 }  // namespace condsim

@@ -146,10 +146,10 @@ void CondSolver::SetRigidGroups(const RigidGroups& groups) {
   contacts_dirty_ = true;
 }
 
-void CondSolver::SetBarycentricNodes(const BarycentricNodes& nodes) {
+void CondSolver::SetBarycentricNodes(const BarycentricNodes& nodes, const VirtualNodesOnBackend* source) {
   contacts_dirty_ = true;  // also marks the hosts as scalar-w nodes inside chains
   // new virtual nodes or hosts: their row sums are made again (new weights alone: as new values)
-  if (bary_.Set(nodes)) step_.Invalidate();
+  if (bary_.Set(nodes, source)) step_.Invalidate();
 }
 
 void CondSolver::SetBodyModes(const BodyModes& modes) {

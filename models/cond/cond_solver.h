@@ -153,6 +153,8 @@ class CondSolver {
   void SetContacts(const ContactSet& contacts, ContactRecordWriter* writer = nullptr);
   // tests: the contact record on the backend, read back
   ContactSet BackendContacts() const;
+  // tests: the barycentric nodes' record on the backend (after a solve: hload too), read back
+  BarycentricHost BackendBarycentric() const { return bary_.Download(); }
   // the contacts of the last SetContacts on the backend with their impulses (3 per contact) for
   // the backend's later stages
   ContactView contact_record() const { return ctx_.contacts.view(); }
@@ -169,8 +171,9 @@ class CondSolver {
   // rigid bodies answered exactly (cond_rigid.h); the virtual nodes must not be in chains
   void SetRigidGroups(const RigidGroups& groups);
   // virtual nodes on deformable hosts (cond_barycentric.h); hosts must not be rigid-group
-  // nodes or virtual nodes themselves
-  void SetBarycentricNodes(const BarycentricNodes& nodes);
+  // nodes or virtual nodes themselves; with `source` (SystemMatrix::virtual_nodes_on_backend of
+  // the same virtual nodes) their record is made on the backend, nothing uploaded
+  void SetBarycentricNodes(const BarycentricNodes& nodes, const VirtualNodesOnBackend* source = nullptr);
   // patches of deformable bodies whose motions are corrected exactly (cond_body_modes.h);
   // Frobenius W only
   void SetBodyModes(const BodyModes& modes);

@@ -6,7 +6,7 @@
 
 namespace condsim {
 
-class SystemKernels : public KernelSet<ScatterBlocksOp, VirtualBlocksOp, VirtualWarmStartOp, VirtualJacobianOp, VirtualTermCountOp,
+class SystemKernels : public KernelSet<ScatterBlocksOp, VirtualBlocksOp, VirtualWarmStartOp, VirtualJacobianOp, VirtualParamCountOp, VirtualTermCountOp,
                                               VirtualTermFillOp, VirtualTermSortedOp, VirtualTargetOp, VirtualRowCountOp,
                                               VirtualRowFillOp, VirtualTargetBlockOp> {};
 

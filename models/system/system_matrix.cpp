@@ -139,6 +139,16 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
   }
   SetJacobians(vn);
   kv_.Assign(backend_, vn.kv);
+  on_backend_ = VirtualNodesOnBackend{&virtual_, nullptr, nullptr, nullptr, base_nodes_, vn_ptr_.data(), vn_host_.data(),
+                                      nullptr,   nullptr, nullptr, kv_.data()};
+  if (compact_) {
+    on_backend_.kind_host = &jac_kind_host_;
+    on_backend_.offset_host = &jac_offset_host_;
+    on_backend_.param_host = &jac_param_host_;
+    on_backend_.kind = jac_kind_.data();
+    on_backend_.offset = jac_offset_.data();
+    on_backend_.param = jac_param_.data();
+  }
 }
 
 void SystemMatrix::MakeOnBackend(const BlockPattern& p) {
@@ -153,7 +163,7 @@ void SystemMatrix::MakeOnBackend(const BlockPattern& p) {
   // key (stable: the host's order among a target's terms)
   term_offset_.Resize(b, nv + 1);
   kernels_->Run(nv + 1, VirtualTermCountOp{vn_ptr_.data(), nv, term_offset_.data()});
-  CONDSIM_CHECK(b->ExclusiveScan(nv + 1, term_offset_, &term_offset_) == terms, "system: the backend's eq. 15 term count differs");
+  b->ExclusiveScanOnBackend(nv + 1, term_offset_, &term_offset_);
   term_key_.Resize(b, terms);
   term_order_.Resize(b, terms);
   for (Array<Index>* x : {&fill_a_, &fill_b_, &fill_vn_, &term_a_, &term_b_, &term_vn_, &term_head_, &term_target_}) x->Resize(b, terms);
@@ -166,7 +176,7 @@ void SystemMatrix::MakeOnBackend(const BlockPattern& p) {
                                            fill_vn_.data(), term_kind_.data(), term_a_.data(), term_b_.data(), term_vn_.data(),
                                            term_head_.data()});
   // the target blocks: a term whose key differs from the one before starts one
-  CONDSIM_CHECK(b->ExclusiveScan(terms, term_head_, &term_target_) == targets, "system: the backend's eq. 15 target count differs");
+  b->ExclusiveScanOnBackend(terms, term_head_, &term_target_);
   term_ptr_.Resize(b, targets + 1);
   target_key_.Resize(b, targets);
   kernels_->Run(terms + 1, VirtualTargetOp{term_key_.data(), term_head_.data(), term_target_.data(), terms, targets, term_ptr_.data(),
@@ -176,7 +186,7 @@ void SystemMatrix::MakeOnBackend(const BlockPattern& p) {
   first_new_.Resize(b, n);
   kernels_->Run(n + 1, VirtualRowCountOp{base_row_ptr_.data(), base_nodes_, n, target_key_.data(), targets, row_ptr_.data(),
                                          first_new_.data()});
-  CONDSIM_CHECK(b->ExclusiveScan(n + 1, row_ptr_, &row_ptr_) == p.nnz_blocks(), "system: the backend's merged pattern differs");
+  b->ExclusiveScanOnBackend(n + 1, row_ptr_, &row_ptr_);
   col_.Resize(b, p.nnz_blocks());
   block_map_.Resize(b, base_.nnz_blocks());
   const VirtualMergeView merge{base_row_ptr_.data(), base_col_.data(), base_nodes_, n, target_key_.data(), row_ptr_.data(), first_new_.data()};
@@ -187,11 +197,13 @@ void SystemMatrix::MakeOnBackend(const BlockPattern& p) {
 }
 
 void SystemMatrix::SetJacobians(const VirtualNodeSet& vn) {
-  // the blocks go up in their compact form (eq. 14: w I, or -[r]x for a rigid body's omega node;
-  // 28 bytes an entry against 72) when each is one of them bitwise, and are made on the backend
+  // the blocks go up in their compact form (eq. 14: a kind byte and w for w I, or r for -[r]x, a
+  // rigid body's omega node: 9 or 25 bytes an entry against 72) when each is one of them bitwise,
+  // and are made on the backend (each entry's first parameter from the scan of their counts)
   const std::size_t entries = vn.host.size();
   jac_kind_host_.resize(entries);
-  jac_param_host_.resize(3 * entries);
+  jac_offset_host_.resize(entries);
+  jac_param_host_.clear();
   bool compact = true;
   for (std::size_t e = 0; e < entries && compact; ++e) {
     Mat3 j;
@@ -202,17 +214,24 @@ void SystemMatrix::SetJacobians(const VirtualNodeSet& vn) {
     const bool is_scaled = std::memcmp(&scaled, &j, sizeof(Mat3)) == 0;
     compact = is_scaled || std::memcmp(&skew, &j, sizeof(Mat3)) == 0;
     jac_kind_host_[e] = is_scaled ? 0 : 1;
-    const Vec3 q = is_scaled ? Vec3(j(0, 0), 0, 0) : r;
-    for (int d = 0; d < 3; ++d) jac_param_host_[3 * e + d] = q[d];
+    jac_offset_host_[e] = static_cast<Index>(jac_param_host_.size());
+    if (is_scaled)
+      jac_param_host_.push_back(j(0, 0));
+    else
+      jac_param_host_.insert(jac_param_host_.end(), {r[0], r[1], r[2]});
   }
-  if (!compact || !make_on_backend_) {
+  compact_ = compact && make_on_backend_;
+  if (!compact_) {
     jac_.Assign(backend_, vn.jac);
     return;
   }
   jac_kind_.Assign(backend_, jac_kind_host_);
   jac_param_.Assign(backend_, jac_param_host_);
+  jac_offset_.Resize(backend_, Index(entries) + 1);
+  kernels_->Run(Index(entries) + 1, VirtualParamCountOp{jac_kind_.data(), Index(entries), jac_offset_.data()});
+  backend_->ExclusiveScanOnBackend(Index(entries) + 1, jac_offset_, &jac_offset_);
   jac_.Resize(backend_, 9 * Index(entries));
-  kernels_->Run(Index(entries), VirtualJacobianOp{jac_kind_.data(), jac_param_.data(), jac_.data()});
+  kernels_->Run(Index(entries), VirtualJacobianOp{jac_kind_.data(), jac_offset_.data(), jac_param_.data(), jac_.data()});
 }
 
 void SystemMatrix::Assemble(const std::vector<const DeviceBlockMatrix*>& a, const std::vector<const Array<Scalar>*>& b) {
@@ -261,6 +280,7 @@ void SystemMatrix::Reserve(const ContactBounds& bounds, Array<Scalar>* v) {
   first_new_.Reserve(backend_, n, false);
   col_.Reserve(backend_, base_.nnz_blocks() + terms, false);
   jac_kind_.Reserve(backend_, bounds.virtual_entries, false);
+  jac_offset_.Reserve(backend_, bounds.virtual_entries + 1, false);
   jac_param_.Reserve(backend_, 3 * bounds.virtual_entries, false);
 }
 

@@ -54,6 +54,10 @@ class SystemMatrix {
   // nodes' hosts (the default; every host-host term on a base block) and the Jacobian blocks from
   // their compact form, else uploaded from the host's merge (tests compare the two)
   void set_make_on_backend(bool on) { make_on_backend_ = on; }
+  // the virtual nodes on the backend (hosts, gains) with their compact Jacobians, for the solver's
+  // and the world's records to be made from; the compact fields null when the blocks went up whole
+  // (one not of the compact forms)
+  const VirtualNodesOnBackend& virtual_nodes_on_backend() const { return on_backend_; }
 
  private:
   // the index arrays of the merge from vn_ptr_ and vn_host_ on the backend (p: the host's merged
@@ -87,11 +91,15 @@ class SystemMatrix {
       row_ptr_, first_new_, col_;
   Array<int> fill_kind_;
   Array<std::uint64_t> term_key_, target_key_;
-  // SetJacobians: per entry its kind (0: w I, 1: -[r]x) and w or r
-  Array<int> jac_kind_;
+  // SetJacobians: per entry its kind (0: w I, 1: -[r]x) and its first parameter; w or r, packed
+  Array<unsigned char> jac_kind_;
+  Array<Index> jac_offset_;
   Array<Scalar> jac_param_;
-  std::vector<int> jac_kind_host_;
+  std::vector<unsigned char> jac_kind_host_;
+  std::vector<Index> jac_offset_host_;
   std::vector<Scalar> jac_param_host_;
+  bool compact_ = false;  // the blocks went up in their compact form
+  VirtualNodesOnBackend on_backend_;
 };
 
 }  // namespace condsim

@@ -79,16 +79,26 @@ struct VirtualWarmStartOp {
 // block of the base pattern, the merge only appends columns (the virtual nodes, numbered after
 // the base nodes) to the base rows and adds the virtual rows. Keys are row * nodes + col.
 
+// per Jacobian entry e (item `entries` writes 0): its number of compact parameters, 1 for w I
+// (kind 0), 3 for -[r]x (kind 1); scanned, each entry's first
+struct VirtualParamCountOp {
+  const unsigned char* kind;
+  Index entries;
+  Index* count;
+  CONDSIM_HD void operator()(Index e) const { count[e] = e == entries ? 0 : kind[e] == 0 ? 1 : 3; }
+};
+
 // a virtual node's Jacobian blocks from their compact form (eq. 14): kind 0, J = w I (a point
 // with barycentric weight w, or a rigid body's v node with w = 1); kind 1, J = -[r]x (its omega
 // node): the host's expressions (VirtualNodeSet::AddBarycentric, AddRigidPoint), so the same bits
 struct VirtualJacobianOp {
-  const int* kind;
-  const Scalar* param;  // 3 per entry: w (kind 0) or r
+  const unsigned char* kind;
+  const Index* offset;  // per entry its first parameter
+  const Scalar* param;  // w (kind 0) or r
   Scalar* jac;          // 9 per entry
   CONDSIM_HD void operator()(Index e) const {
-    const Vec3 q = LoadVec3(param, e);
-    const Mat3 j = kind[e] == 0 ? q[0] * Mat3::Identity() : Scalar(-1) * Skew(q);
+    const Scalar* q = param + offset[e];
+    const Mat3 j = kind[e] == 0 ? q[0] * Mat3::Identity() : Scalar(-1) * Skew(Vec3(q[0], q[1], q[2]));
     for (int r = 0; r < 3; ++r)
       for (int c = 0; c < 3; ++c) jac[9 * std::int64_t(e) + 3 * r + c] = j(r, c);
   }

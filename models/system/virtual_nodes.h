@@ -43,4 +43,23 @@ struct VirtualNodeSet {
   Index AddBarycentric(Index n, const Index* nodes, const Scalar* w, Scalar gain, Index env_id = 0);
 };
 
+// a virtual node set as the backend holds it (SystemMatrix::virtual_nodes_on_backend, valid until
+// its next SetVirtualNodes): the hosts, each entry's Jacobian block in its compact form (kind 0:
+// J = w I with w = param[offset[e]]; kind 1: J = -[r]x with r = param[offset[e] ..]; null when
+// the blocks went up whole) and the gains; `set` is the host's copy of the same set and the
+// *_host vectors the compact form there (what the arrays hold, to check against without a read)
+struct VirtualNodesOnBackend {
+  const VirtualNodeSet* set = nullptr;
+  const std::vector<unsigned char>* kind_host = nullptr;
+  const std::vector<Index>* offset_host = nullptr;
+  const std::vector<Scalar>* param_host = nullptr;
+  Index base_nodes = 0;
+  const Index* ptr = nullptr;
+  const Index* host = nullptr;
+  const unsigned char* kind = nullptr;
+  const Index* offset = nullptr;
+  const Scalar* param = nullptr;
+  const Scalar* kv = nullptr;
+};
+
 }  // namespace condsim

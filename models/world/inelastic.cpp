@@ -112,6 +112,7 @@ class Correction {
     std::vector<Index> hosts;
     for (Index m = 0; m < contacts_.size(); ++m)
       if (Pressed(m)) ForEachHost(m, [&](int, Index host, const Scalar*) { hosts.push_back(host); });
+    pressed_hosts_ = static_cast<Index>(hosts.size());
     std::sort(hosts.begin(), hosts.end());
     for (Index m = 0; m < contacts_.size(); ++m) {
       if (!Pressed(m) || !LoneCandidate(m)) continue;
@@ -120,8 +121,10 @@ class Correction {
     }
   }
 
-  // those contacts' corrections on the backend: their indices (in node order) in one upload, one
-  // launch per deformable part
+  // those contacts' corrections on the backend, one launch per deformable part over their indices
+  // in node order: chosen there by the same rule from the same pressed flags (InelasticLoneKeyOp:
+  // the pressed contacts' hosts sorted, then the lone contacts' nodes), so only their count per
+  // part is the host's
   void CorrectOnBackend(const ContactView& record, const Scalar* lambda_dev) {
     std::vector<std::pair<Index, Index>> by_node;  // (node, contact)
     for (Index m = 0; m < contacts_.size(); ++m)
@@ -138,12 +141,27 @@ class Correction {
     }
     buf_.item_part[w_.num_deformable()] = static_cast<Index>(buf_.items_host.size());
     CONDSIM_CHECK(buf_.items_host.size() == by_node.size(), "inelastic stage: a contact node outside the deformable parts");
-    buf_.items.Assign(w_.backend, buf_.items_host);
+    const Index n = contacts_.size();
+    const VirtualNodesOnBackend& vn = w_.system->virtual_nodes_on_backend();
+    const InelasticSides sides{record, buf_.pressed.data(), buf_.mass.data(), vn.ptr, vn.host, base_, rigid_first_,
+                               rigid_first_ + 2 * rigid_.num_bodies()};
+    Backend* b = w_.backend;
+    buf_.host_offset.Resize(b, n + 1);
+    buf_.kernels->Run(n + 1, InelasticHostCountOp{sides, n, buf_.host_offset.data()});
+    b->ExclusiveScanOnBackend(n + 1, buf_.host_offset, &buf_.host_offset);
+    buf_.host_key.Resize(b, pressed_hosts_);
+    buf_.host_order.Resize(b, pressed_hosts_);
+    buf_.kernels->Run(n, InelasticHostKeyOp{sides, buf_.host_offset.data(), buf_.host_key.data(), buf_.host_order.data()});
+    b->SortPairs(pressed_hosts_, &buf_.host_key, &buf_.host_order);
+    buf_.lone_key.Resize(b, n);
+    buf_.items.Resize(b, n);
+    buf_.kernels->Run(n, InelasticLoneKeyOp{sides, buf_.host_key.data(), pressed_hosts_, buf_.lone_key.data(), buf_.items.data()});
+    b->SortPairs(n, &buf_.lone_key, &buf_.items);
     for (std::size_t d = 0; d < w_.num_deformable(); ++d) {
-      const Index b = buf_.item_part[d], n = buf_.item_part[d + 1] - b;
-      if (n > 0)
-        buf_.kernels->Run(n, InelasticNodeOp{record, lambda_dev, buf_.mass.data(), w_.v.data(), buf_.items.data() + b,
-                                             w_.system->part_offset(w_.DeformablePart(d)), w_.DeformableVelocity(d).data()});
+      const Index first = buf_.item_part[d], count = buf_.item_part[d + 1] - first;
+      if (count > 0)
+        buf_.kernels->Run(count, InelasticNodeOp{record, lambda_dev, buf_.mass.data(), w_.v.data(), buf_.items.data() + first,
+                                                 w_.system->part_offset(w_.DeformablePart(d)), w_.DeformableVelocity(d).data()});
     }
   }
 
@@ -437,6 +455,7 @@ class Correction {
   std::vector<Index> touched_;         // the deformable hosts of pressed contacts, sorted
   std::vector<char> on_backend_;       // per contact: corrected on the backend
   std::vector<Index> part_begin_;      // per deformable part its first entry in the index order
+  Index pressed_hosts_ = 0;                           // the pressed contacts' hosts (SelectBackendContacts)
   std::vector<Index> parent_;                         // union-find over the base nodes
   std::vector<std::pair<Index, Index>> group_roots_;  // (component root, rigid group), by root
   std::vector<Mat3> iw_inv_;                          // per rigid body: world inertia inverse
@@ -464,6 +483,13 @@ void InelasticStage::Build(const WorldBodies& w) {
 
 void InelasticStage::Reserve(Backend* backend, Index contacts) {
   buf_.pressed.Reserve(backend, contacts);
+  // the lone contacts' choice: per contact its hosts' offset and sort key, its hosts (up to 3 a
+  // side: a triangle's point)
+  buf_.host_offset.Reserve(backend, contacts + 1, false);
+  buf_.lone_key.Reserve(backend, contacts, false);
+  buf_.items.Reserve(backend, contacts, false);
+  buf_.host_key.Reserve(backend, 6 * contacts, false);
+  buf_.host_order.Reserve(backend, 6 * contacts, false);
   buf_.lambda_idx.Reserve(backend, contacts);
   buf_.lambda_values.Reserve(backend, 3 * contacts);
 }

@@ -28,7 +28,7 @@ class InelasticStage {
   // (3 per rigid node); contacts: the step's contacts, record and lambda: the same on the backend
   // with their impulses (3 per contact). Reads back which contacts are pressed (1 B per contact,
   // PressedFlagOp). A pressed S-contact on a deformable node no other pressed contact touches is
-  // corrected on the backend (InelasticNodeOp; 4 B per contact uploaded); for the other pressed
+  // corrected on the backend (InelasticNodeOp; chosen there by the host's rule, nothing uploaded); for the other pressed
   // contacts their impulses (24 B each, 4 B of indices up; every contact's in one read when they
   // are over half the contacts) and their deformable hosts are read back and written (24 B per
   // node each way, plus 16 B of indices per node uploaded). maker: when some contacts' frames are
@@ -51,8 +51,11 @@ class InelasticStage {
     std::vector<Index> idx_host;
     std::vector<Scalar> values_host;
     Array<Scalar> mass;      // per base node [kg]
-    Array<Index> items;      // the contacts corrected on the backend, by part
+    Array<Index> items;      // per contact, sorted: first those corrected on the backend, by node
     std::vector<Index> items_host, item_part;  // and per part its first item (one more entry)
+    // their choice on the backend: per contact its hosts' offset and sort key, the hosts sorted
+    Array<Index> host_offset, host_order;
+    Array<std::uint64_t> host_key, lone_key;
     Array<unsigned char> pressed;              // per contact: pressed (PressedFlagOp)
     std::vector<unsigned char> pressed_host;
     Array<Index> lambda_idx;                   // the host's pressed contacts

@@ -117,7 +117,7 @@ CondStats SolveStage::Run(WorldBodies* w, const Nodalizer& nodes, const RigidGro
                           std::vector<EnvFailure>* failures) {
   const BackendCounters c0 = w->backend->counters();
   solver_->SetRigidGroups(groups);
-  solver_->SetBarycentricNodes(nodes.barycentric());
+  solver_->SetBarycentricNodes(nodes.barycentric(), &w->system->virtual_nodes_on_backend());
   solver_->SetBodyModes(modes);
   // environments: the base nodes', a virtual node's that of its first host; failed ones left out
   const VirtualNodeSet& vn = w->system->virtual_nodes();

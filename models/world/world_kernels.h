@@ -6,6 +6,7 @@
 
 namespace condsim {
 
-class WorldKernels : public KernelSet<VhatTermsOp, BodyMomentumTermsOp, GatherVec3Op, ScatterVec3Op, InelasticNodeOp, PressedFlagOp> {};
+class WorldKernels : public KernelSet<VhatTermsOp, BodyMomentumTermsOp, GatherVec3Op, ScatterVec3Op, InelasticNodeOp, PressedFlagOp,
+                                             InelasticHostCountOp, InelasticHostKeyOp, InelasticLoneKeyOp> {};
 
 }  // namespace condsim

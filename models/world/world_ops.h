@@ -114,4 +114,94 @@ struct ScatterVec3Op {
   CONDSIM_HD_INLINE void operator()(Index k) const { StoreVec3(dst, idx[k], LoadVec3(src, k)); }
 };
 
+// The inelastic stage's lone contacts chosen on the backend (InelasticStage; the host's rule on
+// the same pressed flags, so no index goes up): the pressed contacts' sides with the base nodes
+// they move with (a node: itself; a virtual node: its hosts, eq. 14), those with mass or rigid
+struct InelasticSides {
+  ContactView c;
+  const unsigned char* pressed;
+  const Scalar* mass;  // per base node [kg]
+  const Index* vn_ptr;
+  const Index* vn_host;
+  Index base;
+  Index rigid_first, rigid_end;  // the rigid nodes
+  CONDSIM_HD_INLINE bool Rigid(Index node) const { return node >= rigid_first && node < rigid_end; }
+  CONDSIM_HD_INLINE bool Carries(Index node) const { return mass[node] > 0 || Rigid(node); }
+  // emit(host) for each host of contact m's sides, in the host's order (Correction::ForEachHost)
+  template <class Emit>
+  CONDSIM_HD_INLINE void Hosts(Index m, Emit& emit) const {
+    for (int side = 0; side < 2; ++side) {
+      const Index node = side == 0 ? c.node_i[m] : c.node_j[m];
+      if (node < 0) continue;
+      if (node < base) {
+        if (Carries(node)) emit(node);
+        continue;
+      }
+      for (Index q = vn_ptr[node - base]; q < vn_ptr[node - base + 1]; ++q)
+        if (Carries(vn_host[q])) emit(vn_host[q]);
+    }
+  }
+};
+
+// per contact m: how many hosts its sides have when it is pressed (else 0); item `contacts`
+// writes 0, so that the scan ends with the total
+struct InelasticHostCountOp {
+  InelasticSides s;
+  Index contacts;
+  Index* count;
+  struct Counter {
+    Index n = 0;
+    CONDSIM_HD_INLINE void operator()(Index /*host*/) { ++n; }
+  };
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    Counter k;
+    if (m < contacts && s.pressed[m]) s.Hosts(m, k);
+    count[m] = k.n;
+  }
+};
+
+// per pressed contact m: its hosts as sort keys from offset[m] (the counts scanned)
+struct InelasticHostKeyOp {
+  InelasticSides s;
+  const Index* offset;
+  std::uint64_t* key;
+  Index* order;
+  struct Writer {
+    std::uint64_t* key;
+    Index* order;
+    Index at;
+    CONDSIM_HD_INLINE void operator()(Index host) {
+      key[at] = std::uint64_t(host);
+      order[at] = at;
+      ++at;
+    }
+  };
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    if (!s.pressed[m]) return;
+    Writer w{key, order, offset[m]};
+    s.Hosts(m, w);
+  }
+};
+
+// per contact m: its node as the sort key when it is a lone contact (a pressed S-contact on a
+// deformable node with mass that no other pressed contact's side moves: its node once among the
+// sorted hosts), else the largest key; sorted, the lone contacts come first in node order
+struct InelasticLoneKeyOp {
+  InelasticSides s;
+  const std::uint64_t* host_key;  // sorted
+  Index hosts;
+  std::uint64_t* key;
+  Index* order;
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    const Index i = s.c.node_i[m];
+    bool lone = s.pressed[m] && s.c.node_j[m] < 0 && i >= 0 && i < s.base && !s.Rigid(i) && s.mass[i] > 0;
+    if (lone) {
+      const Index lo = LowerBound(host_key, Index(0), hosts, std::uint64_t(i));
+      lone = LowerBound(host_key, lo, hosts, std::uint64_t(i) + 1) - lo == 1;
+    }
+    key[m] = lone ? std::uint64_t(i) : ~std::uint64_t(0);
+    order[m] = m;
+  }
+};
+
 }  // namespace condsim
