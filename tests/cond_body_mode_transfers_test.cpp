@@ -194,6 +194,22 @@ TEST(CondBodyModes, CudaBackendArmsEqualTheHostArmsBitwise) {
   ExpectBackendArmsBitwise(MakeBackend(BackendChoice::kCuda).backend.get());
 }
 
+// the ball's 8 grid patches with their arms made on the backend from its positions there
+// (BodyPatchArms; BodyModes::device_arm and device_body_arm)
+struct BackendArmBall {
+  BallSystem sys;
+  BodyPatchArms arms{sys.backend.get()};
+  Array<Scalar> x{sys.backend.get(), sys.mesh.x};
+  BodyModes nodes;
+  BackendArmBall() {
+    AppendBodyPatchNodes(GridPatches(sys.mesh.x, 8), 0, &nodes);
+    arms.SetPatches(nodes, {0});
+    arms.Compute({&x});
+    nodes.device_arm = &arms.arm();
+    nodes.device_body_arm = &arms.body_arm();
+  }
+};
+
 // the ball with 8 patches and floor contacts, solved with the arms on the backend (BodyPatchArms,
 // BodyModes::device_arm; the solver gathers its used arms there, also the free-body level's
 // from device_body_arm) and with host arms: the same v-hat and impulses, bitwise (reference: the
@@ -201,17 +217,13 @@ TEST(CondBodyModes, CudaBackendArmsEqualTheHostArmsBitwise) {
 // than one without body modes, the free-body level's gate flag of its one body (reference: that
 // count, exact; host arms upload 24 B per listed node on top)
 TEST(CondBodyModes, BackendArmsSolveAsHostArmsAndUploadNothing) {
-  BallSystem sys;
+  BackendArmBall ball;
+  BallSystem& sys = ball.sys;
   Backend* be = sys.backend.get();
   const BodyModes host = sys.Modes(8);
-  BodyModes nodes;
-  AppendBodyPatchNodes(GridPatches(sys.mesh.x, 8), 0, &nodes);
-  BodyPatchArms arms(be);
-  arms.SetPatches(nodes, {0});
-  Array<Scalar> x(be, sys.mesh.x);
-  arms.Compute({&x});
-  nodes.device_arm = &arms.arm();
-  nodes.device_body_arm = &arms.body_arm();
+  const BodyModes& nodes = ball.nodes;
+  BodyPatchArms& arms = ball.arms;
+  Array<Scalar>& x = ball.x;
   CondParams p;
   p.max_iterations = 40;
   p.theta_threshold = 1e-300;
@@ -243,6 +255,67 @@ TEST(CondBodyModes, BackendArmsSolveAsHostArmsAndUploadNothing) {
   const BackendCounters on = second(&nodes), off = second(nullptr);
   EXPECT_EQ(on.upload_bytes - off.upload_bytes, 1);
   EXPECT_EQ(on.download_bytes, off.download_bytes);
+}
+
+// the patch level's listed nodes and halo made on the backend from the contact step's node flags
+// (BodyModeKeepOp, BodyModeListOp, BodyModeHaloFlagOp) and the free-body level's gates from the
+// contacts' nodes (BodyModeGateKeyOp) when a new contact set changes them, against the same solves
+// with those uploaded from the host's selection (set_body_mode_list_on_backend(false)): the same
+// records of both levels on the backend, v-hat and impulses, bitwise (reference: the host's
+// selection), and the second solve's set-up uploads at least the listed nodes' 4 B each less
+TEST(CondBodyModes, NewContactNodesUploadNoListedNode) {
+  BackendArmBall ball;
+  BallSystem& sys = ball.sys;
+  Backend* be = sys.backend.get();
+  const BodyModes& nodes = ball.nodes;
+  const auto below = [&](Scalar z) {
+    ContactSet c;
+    for (Index i = 0; i < sys.mesh.num_nodes(); ++i)
+      if (sys.mesh.Node(i)[2] < z) c.Add(i, -1, ContactFrame(Vec3(0, 0, 1)), 0, 0.5, 0.5);
+    return c;
+  };
+  const ContactSet low = below(0.004), high = below(0.02);
+  ASSERT_GT(high.size(), low.size());
+  CondParams p;
+  p.max_iterations = 40;
+  p.theta_threshold = 1e-300;
+  struct Run {
+    std::vector<Scalar> v, lambda;
+    BodyModeHost record, free_record;
+    BackendCounters setup;
+  };
+  const auto run = [&](bool on_backend) {
+    CondSolver solver(be, p);
+    solver.set_body_mode_list_on_backend(on_backend);
+    Run r;
+    for (const ContactSet* c : {&low, &high}) {
+      solver.SetBodyModes(nodes);
+      solver.SetContacts(*c);
+      Array<Scalar> v(be, std::vector<Scalar>(sys.mesh.x.size(), 0));
+      const BackendCounters before = be->counters();
+      const CondStats st = solver.Solve(*sys.a, sys.b, &v);
+      r.setup = be->counters() - before - st.loop_counters;
+      r.v = v.ToHost();
+      r.lambda = solver.Impulses();
+    }
+    r.record = solver.BackendBodyModes();
+    r.free_record = solver.BackendBodyModes(true);
+    return r;
+  };
+  const Run on = run(true), off = run(false);
+  EXPECT_EQ(on.v, off.v);
+  EXPECT_EQ(on.lambda, off.lambda);
+#define CONDSIM_EXPECT_FIELD(T, name)                    \
+  EXPECT_EQ(on.record.name, off.record.name) << #name; \
+  EXPECT_EQ(on.free_record.name, off.free_record.name) << "free level's " << #name;
+  CONDSIM_BODY_MODE_FIELDS(CONDSIM_EXPECT_FIELD)
+#undef CONDSIM_EXPECT_FIELD
+  ASSERT_GT(on.record.node.size(), 16u);
+  EXPECT_GT(on.record.halo.size(), 0u);
+  EXPECT_EQ(on.free_record.gate_contact.size(), std::size_t(high.size()));
+  std::cout << "[ info     ] second solve's set-up: uploads " << on.setup.upload_bytes << " B (" << off.setup.upload_bytes
+            << " B with the listed nodes from the host), " << on.record.node.size() << " listed nodes\n";
+  EXPECT_LE(on.setup.upload_bytes + 4 * std::int64_t(on.record.node.size()), off.setup.upload_bytes);
 }
 
 TEST(CondBodyModes, CudaMatchesCpu) {

@@ -339,6 +339,98 @@ struct BodyModeInvertOp {
   }
 };
 
+// the record's listed nodes made on the backend from the patches' nodes (CondBodyModes::Set's,
+// uploaded once per set of patches) and the contact step's node flags, as SelectPatches lists them
+// when no contact node is admitted and no node of the patches has its own Gamma: per patch its
+// nodes not in contact, none when fewer than `min_nodes`. Per patch p of the set (item `patches`
+// writes keep[entries] = 0, so that the scan of keep ends with the total): keep[q] per entry
+struct BodyModeKeepOp {
+  const Index* ptr;   // per patch of the set: its entries ptr[p] .. ptr[p+1)
+  const Index* node;  // per entry
+  const unsigned char* in_contact;
+  Index patches, entries, min_nodes;
+  Index* keep;
+  CONDSIM_HD_INLINE void operator()(Index p) const {
+    if (p == patches) {
+      keep[entries] = 0;
+      return;
+    }
+    Index free = 0;
+    for (Index q = ptr[p]; q < ptr[p + 1]; ++q) free += in_contact[node[q]] ? 0 : 1;
+    for (Index q = ptr[p]; q < ptr[p + 1]; ++q) keep[q] = free >= min_nodes && !in_contact[node[q]] ? 1 : 0;
+  }
+};
+
+// per entry q of the set (keep scanned: its place among the kept): listed[keep[q]] = its node
+struct BodyModeListOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* node;
+  const Index* keep;
+  Index* listed;
+  CONDSIM_HD_INLINE void operator()(Index q) const {
+    if (keep[q + 1] != keep[q]) listed[keep[q]] = node[q];
+  }
+};
+
+// the record's halo made on the backend (CondBodyModes::Coupling's rule when the contact step's
+// node flags are exactly the nodes of contacts, none of them with its own Gamma): per node i (item
+// `nodes` writes 0, so that the scan ends with the total) 1 when i is in no patch, in contact, and
+// its row of A reaches a listed node
+struct BodyModeHaloFlagOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* node_patch;
+  const unsigned char* in_contact;
+  const Index* row_ptr;
+  const Index* col_idx;
+  Index nodes;
+  Index* flag;
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    bool halo = false;
+    if (i < nodes && node_patch[i] < 0 && in_contact[i])
+      for (Index k = row_ptr[i]; k < row_ptr[i + 1] && !halo; ++k) halo = node_patch[col_idx[k]] >= 0;
+    flag[i] = halo ? 1 : 0;
+  }
+};
+
+// per node i (flag scanned): halo[flag[i]] = i where i is a halo node (in node order)
+struct BodyModeHaloListOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* flag;
+  Index* halo;
+  CONDSIM_HD_INLINE void operator()(Index i) const {
+    if (flag[i + 1] != flag[i]) halo[flag[i]] = i;
+  }
+};
+
+// the record's gate contacts made on the backend (CondBodyModes::Prepare's lists: per patch the
+// contacts on its nodes in contact order, a contact between two patches in both): per contact m
+// two sort keys, patch << 32 | m for the patch of each side (a second side in the first's patch,
+// or in none, sorts last); sorted, the first entries are gate_contact's in order
+struct BodyModeGateKeyOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* node_i;
+  const Index* node_j;
+  const Index* node_patch;
+  std::uint64_t* key;
+  Index* order;
+  CONDSIM_HD_INLINE void operator()(Index m) const {
+    const Index pi = node_patch[node_i[m]], pj = node_j[m] >= 0 ? node_patch[node_j[m]] : -1;
+    const std::uint64_t none = ~std::uint64_t(0);
+    key[2 * m] = pi >= 0 ? std::uint64_t(pi) << 32 | std::uint64_t(m) : none;
+    key[2 * m + 1] = pj >= 0 && pj != pi ? std::uint64_t(pj) << 32 | std::uint64_t(m) : none;
+    order[2 * m] = 2 * m;
+    order[2 * m + 1] = 2 * m + 1;
+  }
+};
+
+// per gate entry e (keys sorted): gate_contact[e] = its contact
+struct BodyModeGateListOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const std::uint64_t* key;
+  Index* gate_contact;
+  CONDSIM_HD_INLINE void operator()(Index e) const { gate_contact[e] = static_cast<Index>(key[e] & 0xffffffffu); }
+};
+
 // the record's per-node maps made on the backend from node and ptr, so that no per-node field is
 // uploaded: a launch over all nodes sets node_patch = node_slot = -1 (`clear`), then one over the
 // listed entries q sets node_patch[node[q]] = the patch holding q (a binary search of ptr; the

@@ -54,10 +54,11 @@ bool CondBarycentric::Set(const BarycentricNodes& bn, const VirtualNodesOnBacken
   h.hload.resize(h.hnode.size());  // made on the backend (OnContacts)
   num_nodes_ = n;
   num_hosts_ = static_cast<Index>(h.hnode.size());
+  // (no virtual node: the component is inactive, nothing reads its arrays)
   if (source != nullptr && source->kind != nullptr && n > 0 && Derivable(bn, *source)) {
     arrays_.ResizeLike(ctx_->backend, h);
     MakeOnBackend(*source);
-  } else {
+  } else if (n > 0) {
     arrays_.Upload(ctx_->backend, h);
   }
   host_ = std::move(h);

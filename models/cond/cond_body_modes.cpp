@@ -68,6 +68,7 @@ void CondBodyModes::Set(const BodyModes& modes) {
   const bool other = modes.ptr != modes_.ptr || modes.node != modes_.node || modes.body_ptr != modes_.body_ptr;
   const bool new_source = modes.device_arm != nullptr && (other || source_.size() == 0);
   modes_ = modes;
+  if (other) set_on_backend_ = false;
   if (new_source) {
     // per node of A its entry in modes_ (BodyModeGatherArmOp): up once per set of patches
     Index top = 0;
@@ -207,7 +208,7 @@ void CondBodyModes::SelectPatches(BodyModeHost* used) const {
   }
 }
 
-void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) const {
+bool CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) const {
   used->halo.clear();
   // rows of T: the listed nodes (to their own body's patches), then the halo: nodes left out
   // whose row reaches a patch (to every patch it reaches); the patches of each row are found on
@@ -234,11 +235,44 @@ void CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
   }
   // (c_off: each body's slot, Prepare)
   used->c_off.assign(used->body_ptr.size(), 0);
+  for (Index i = 0; i < ctx_->nodes; ++i)
+    if (other[i] || plain[i] != ctx_->in_contact_host[i]) return false;
+  return true;
+}
+
+bool CondBodyModes::ListableOnBackend() const {
+  if (free_ || admitted_ > 0) return false;
+  for (Index i : modes_.node)
+    if (ctx_->own_gamma_host[std::size_t(i)]) return false;
+  return true;
+}
+
+void CondBodyModes::MakeListOnBackend() {
+  Backend* b = ctx_->backend;
+  const Index entries = static_cast<Index>(modes_.node.size()), patches = modes_.size();
+  if (!set_on_backend_) {
+    set_node_.Assign(b, modes_.node);
+    set_ptr_.Assign(b, modes_.ptr);
+    set_on_backend_ = true;
+  }
+  keep_.Resize(b, entries + 1);
+  ctx_->kernels->Run(patches + 1, BodyModeKeepOp{set_ptr_.data(), set_node_.data(), ctx_->in_contact.data(), patches, entries,
+                                                 kMinPatchNodes, keep_.data()});
+  b->ExclusiveScanOnBackend(entries + 1, keep_, &keep_);
+  arrays_.node.Resize(b, listed_);
+  ctx_->kernels->Run(entries, BodyModeListOp{set_node_.data(), keep_.data(), arrays_.node.data()});
 }
 
 void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   if (!active()) return;
   Backend* b = ctx_->backend;
+  // the listed nodes' making (MakeListOnBackend): modes_' nodes and ptr, a flag per node
+  set_node_.Reserve(b, static_cast<Index>(modes_.node.size()));
+  set_ptr_.Reserve(b, modes_.size() + 1);
+  keep_.Reserve(b, static_cast<Index>(modes_.node.size()) + 1, false);
+  halo_flag_.Reserve(b, max_nodes + 1, false);
+  gate_key_.Reserve(b, 2 * bounds.contacts, false);
+  gate_order_.Reserve(b, 2 * bounds.contacts, false);
   arrays_.Reserve(b, 3 * max_nodes + bounds.contacts + 1);
   t_.Reserve(b, 18 * max_nodes);
   v_keep_.Reserve(b, 3 * max_nodes, false);  // written whole before each read (Corrected)
@@ -288,7 +322,7 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   listed_ = static_cast<Index>(used.node.size());
   CutBodyModeChunks(used.ptr, &used.chunk_ptr, &used.chunk_begin);
   chunks_ = used.chunk_ptr.back();
-  Coupling(a.pattern(), &used);
+  const bool halo_listable = Coupling(a.pattern(), &used);
   rows_ = listed_ + static_cast<Index>(used.halo.size());
   // free bodies: each patch's contacts, whose impulses gate its correction; truncated modes:
   // the contacts of its listed contact nodes (their forces and feasibility limits)
@@ -365,10 +399,17 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   // node_patch and node_slot (an entry per node of A) are made on the backend from node and ptr
   // (BodyModeNodeMapOp), t_ptr and t_patch from the record and A's pattern (BodyModeCouplingOp):
   // never uploaded
-  const auto derived = [&used](const void* field) {
+  // and the listed nodes from the contact step's flags when SelectPatches' rule is theirs
+  // (BodyModeKeepOp, MakeListOnBackend)
+  const bool list_here = list_on_backend_ && ListableOnBackend(), halo_here = list_on_backend_ && halo_listable;
+  const bool gates_here = list_on_backend_ && (free_ || admitted_ > 0);
+  const auto derived = [&used, list_here, halo_here, gates_here](const void* field) {
     return field == &used.node_patch || field == &used.node_slot || field == &used.t_ptr || field == &used.t_end ||
-           field == &used.t_patch;
+           field == &used.t_patch || (list_here && field == &used.node) || (halo_here && field == &used.halo) ||
+           (gates_here && field == &used.gate_contact);
   };
+  const bool node_changed = used.node != uploaded_.node, halo_changed = used.halo != uploaded_.halo;
+  const bool gates_changed = used.gate_contact != uploaded_.gate_contact;
   bool same_structure = true;
 #define CONDSIM_BODY_MODE_SAME(T, name)                                                                                    \
   same_structure = same_structure && (&used.name == static_cast<const void*>(&used.arm) || derived(&used.name) || \
@@ -400,12 +441,18 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
 #undef CONDSIM_BODY_MODE_ASSIGN
     } else {
       // (the maps left empty there, made below; the host never makes t_ptr and t_patch)
-      std::vector<Index> patch_map, slot_map;
+      std::vector<Index> patch_map, slot_map, listed, halo, gates;
       patch_map.swap(used.node_patch);
       slot_map.swap(used.node_slot);
+      if (list_here) listed.swap(used.node);
+      if (halo_here) halo.swap(used.halo);
+      if (gates_here) gates.swap(used.gate_contact);
       arrays_.Upload(b, used);
       patch_map.swap(used.node_patch);
       slot_map.swap(used.node_slot);
+      if (list_here) listed.swap(used.node);
+      if (halo_here) halo.swap(used.halo);
+      if (gates_here) gates.swap(used.gate_contact);
       remap = true;
       recouple = true;
     }
@@ -413,6 +460,10 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
   } else if (used.arm != uploaded_.arm) {
     b->CopyFromHost(arrays_.arm.data(), used.arm.data(), sizeof(Scalar) * used.arm.size());
     uploaded_.arm = used.arm;
+  }
+  if (list_here && (node_changed || arrays_.node.size() != listed_)) {
+    MakeListOnBackend();
+    uploaded_.node = used.node;
   }
   if (remap) {
     arrays_.node_patch.Resize(b, ctx_->nodes);
@@ -423,6 +474,31 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     listed.clear = false;
     ctx_->kernels->BodyModeNodeMap(listed_, listed);
     mapped_nodes_ = ctx_->nodes;
+  }
+  // the halo from the maps and the contact step's flags (BodyModeHaloFlagOp, a scan)
+  if (halo_here && (halo_changed || arrays_.halo.size() != Index(used.halo.size()))) {
+    halo_flag_.Resize(b, ctx_->nodes + 1);
+    ctx_->kernels->Run(ctx_->nodes + 1, BodyModeHaloFlagOp{arrays_.node_patch.data(), ctx_->in_contact.data(), a.row_ptr().data(),
+                                                           a.col_idx().data(), ctx_->nodes, halo_flag_.data()});
+    b->ExclusiveScanOnBackend(ctx_->nodes + 1, halo_flag_, &halo_flag_);
+    arrays_.halo.Resize(b, Index(used.halo.size()));
+    ctx_->kernels->Run(ctx_->nodes, BodyModeHaloListOp{halo_flag_.data(), arrays_.halo.data()});
+    uploaded_.halo = used.halo;
+  }
+  // the gate contacts from the maps and the contacts' nodes (BodyModeGateKeyOp, a sort)
+  const Index gate_entries = static_cast<Index>(used.gate_contact.size());
+  if (gates_here && (gates_changed || arrays_.gate_contact.size() != gate_entries)) {
+    const Index contacts = ctx_->contacts_host.size();
+    gate_key_.Resize(b, 2 * contacts);
+    gate_order_.Resize(b, 2 * contacts);
+    if (contacts > 0) {
+      ctx_->kernels->Run(contacts, BodyModeGateKeyOp{ctx_->contacts.node_i.data(), ctx_->contacts.node_j.data(), arrays_.node_patch.data(),
+                                                     gate_key_.data(), gate_order_.data()});
+      b->SortPairs(2 * contacts, &gate_key_, &gate_order_);
+    }
+    arrays_.gate_contact.Resize(b, gate_entries);
+    ctx_->kernels->Run(gate_entries, BodyModeGateListOp{gate_key_.data(), arrays_.gate_contact.data()});
+    uploaded_.gate_contact = used.gate_contact;
   }
   // per node its row of T (BodyModeApplyStepOp, and where T's rows are stored), from the record on
   // the backend (no upload)

@@ -128,6 +128,14 @@ class CondBodyModes : public CondComponent {
   void Prepare(DeviceBlockMatrix& a) override;
   // whether this solve corrects anything
   bool correcting() const { return num_patches_ > 0; }
+  // tests: the listed nodes uploaded from the host's selection, never made on the backend
+  void set_list_on_backend(bool on) { list_on_backend_ = on; }
+  // tests: the record on the backend, read back
+  BodyModeHost Download() const {
+    BodyModeHost h;
+    arrays_.Download(&h);
+    return h;
+  }
   // a copy of v corrected in the patches' modes, v + Z dv with dv = -(Z^T A Z)^-1 Z^T r, with
   // r = A v - b updated to match (the W step starts from it; v itself stays for Chebyshev)
   const Array<Scalar>& Corrected(const Array<Scalar>& v);
@@ -162,11 +170,18 @@ class CondBodyModes : public CondComponent {
   // least 4 such nodes; fills host's ptr, node, arm, node_patch, node_slot, patch_body, body_ptr
   void SelectPatches(BodyModeHost* host) const;
   // the halo (nodes left out whose row of A reaches a patch) and per body its coarse matrix's
-  // offset (c_off); the patches each row of T reaches (t_ptr, t_end, t_patch) are made on the backend
-  void Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
+  // offset (c_off); the patches each row of T reaches (t_ptr, t_end, t_patch) are made on the backend.
+  // Returns whether the halo's candidates are the contact step's node flags (the nodes of contacts,
+  // none with its own Gamma, and no other node flagged), so that BodyModeHaloFlagOp makes it
+  bool Coupling(const BlockPattern& pattern, BodyModeHost* host) const;
 
   // whether this solve's patches may list idle contact nodes (truncated modes)
   bool truncating() const;
+  // whether SelectPatches' listed nodes are those BodyModeKeepOp makes from the contact step's
+  // flags (the patch level, no admitted contact node, no node of the patches with its own Gamma)
+  bool ListableOnBackend() const;
+  // the record's listed nodes made on the backend (BodyModeKeepOp, a scan, BodyModeListOp)
+  void MakeListOnBackend();
   // dv = -(Z^T A Z)^-1 Z^T r for v (gated and limited as the level asks), into dv_
   void Correction(const Array<Scalar>& v);
   // the sparse bodies' A_c (BodyModeSparseMatrixOp) factorized on the backend for the bodies of
@@ -231,6 +246,14 @@ class CondBodyModes : public CondComponent {
   std::array<std::uint64_t, 4> coupled_pattern_{};  // A (address, pattern version, rows, blocks) t_ptr and t_patch were made for
   Index t_entries_ = 0;                // entries of t_patch (T holds 18 scalars per entry)
   Array<Index> source_;      // device arms: per node of A its entry in modes_ (-1: none)
+  // the listed nodes on the backend: modes_' nodes and ptr there (up once per set of patches, at
+  // the first solve that lists them there), per entry whether it is listed (scanned); off in tests
+  Array<Index> set_node_, set_ptr_, keep_;
+  Array<Index> halo_flag_;  // per node + 1: a halo node (scanned: its place)
+  Array<std::uint64_t> gate_key_;  // per contact 2: its sides' gate entries (BodyModeGateKeyOp)
+  Array<Index> gate_order_;
+  bool set_on_backend_ = false;
+  bool list_on_backend_ = true;
   // the sparse coarse solve: per body of modes_ its factor (null: a dense body; its A_c blocks
   // and pattern on the backend with it); this solve's sparse bodies as {first patch, end patch,
   // body of modes_}; the factors' structure on the backend, the sparse bodies it was made for,

@@ -23,7 +23,8 @@ class CondKernels
                        BodyModeResidualChunkOp, BodyModeResidualOp, BodyModeGateChunkOp, BodyModeGateOp, BodyModeAllLoadedOp, BodyModeContactForceChunkOp,
                        BodyModeContactForceOp, BodyModeLimitChunkOp, BodyModeLimitOp, BodyModeScaleOp,
                        BodyModeRefreshFlagOp, BodyModeIdleOp, BodyModeUnblockOp,
-                       BodyModeSolveOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeCouplingOp, BodyModeRowOffsetOp, BodyModeGatherArmOp, BodyModeNodeArmOp, BodyPatchCentreOp, BodyPatchArmOp,
+                       BodyModeSolveOp, BodyModeApplyStepOp, BodyModeRowOp, BodyModeNodeMapOp, BodyModeKeepOp, BodyModeListOp, BodyModeHaloFlagOp, BodyModeHaloListOp, BodyModeGateKeyOp,
+                       BodyModeGateListOp, BodyModeCouplingOp, BodyModeRowOffsetOp, BodyModeGatherArmOp, BodyModeNodeArmOp, BodyPatchCentreOp, BodyPatchArmOp,
                        CondResidualOp, CondChebyshevThetaCommitOp, CondChebyshevDiffCommitOp, CondRestoreOp,
                        CondChebyshevResetOp, CondChebyshevRestartOp, CondChebyshevStepOp, ContactNodeKeyOp, ContactKeyPtrOp,
                        ContactColorRoundOp, ContactColorKeyOp, ContactNodeFlagOp> {

@@ -155,6 +155,13 @@ class CondSolver {
   ContactSet BackendContacts() const;
   // tests: the barycentric nodes' record on the backend (after a solve: hload too), read back
   BarycentricHost BackendBarycentric() const { return bary_.Download(); }
+  // tests: the body modes' listed nodes, halo and gates uploaded from the host, never made on the
+  // backend; the patch level's record (or the free-body level's) on the backend read back
+  void set_body_mode_list_on_backend(bool on) {
+    modes_.set_list_on_backend(on);
+    free_.set_list_on_backend(on);
+  }
+  BodyModeHost BackendBodyModes(bool free_level = false) const { return free_level ? free_.Download() : modes_.Download(); }
   // the contacts of the last SetContacts on the backend with their impulses (3 per contact) for
   // the backend's later stages
   ContactView contact_record() const { return ctx_.contacts.view(); }
