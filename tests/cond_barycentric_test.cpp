@@ -2,7 +2,9 @@
 // the solution against a dense Eigen reference built from the Schur complement of eq. 15
 // (G = J A_o^-1 J^T + I / kv, the exact Delassus operator of the virtual-node formulation):
 // sticking, frictionless and D-contact cases in closed form, two virtual nodes sharing hosts
-// (a 2x2 frictionless LCP solved by enumeration), and the iteration count flat in kv.
+// (a 2x2 frictionless LCP solved by enumeration), and the iteration count flat in kv. Also the
+// solver's records made on the backend from the system's virtual nodes (the barycentric nodes',
+// the rigid groups' points) against the same records uploaded from the host.
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
@@ -351,6 +353,89 @@ TEST(CondBarycentric, BackendMadeRecordEqualsTheUploadedOne) {
   made.SetBarycentricNodes(bn, &sys.virtual_nodes_on_backend());
   EXPECT_GT(backend->counters().upload_bytes, up);
   EXPECT_EQ(made.BackendBarycentric().weight, bn.weight);
+}
+
+// the rigid groups' virtual nodes, arms and gains made on the backend from the system's rigid
+// points (RigidPointKeyOp, RigidPointFillOp) against the record uploaded from the host: two bodies
+// (v, omega nodes 0-1 and 2-3, groups of one), three points added out of body order and a
+// barycentric node between them; the same record fields, solves and impulses, bitwise, and the
+// points' 36 B each (node, arm, kv) not uploaded (reference: the host's record, exact)
+TEST(CondBarycentric, RigidGroupPointsFromTheSystemEqualTheUploadedOnes) {
+  auto backend = MakeBackend(BackendChoice::kCpu).backend;
+  // the rigid part: per body m I on v, a diagonal inertia on omega
+  const Scalar mass[2] = {0.5, 0.8}, inertia[2][3] = {{2e-3, 3e-3, 4e-3}, {1e-3, 1e-3, 2e-3}};
+  BlockMatrix part(BlockPattern::FromCoordinates(3, 4, 4, {{0, 0}, {1, 1}, {2, 2}, {3, 3}}));
+  for (Index body = 0; body < 2; ++body)
+    for (int d = 0; d < 3; ++d) {
+      part.Block(2 * body)[4 * d] = mass[body];
+      part.Block(2 * body + 1)[4 * d] = inertia[body][d];
+    }
+  SystemMatrix sys(backend.get());
+  sys.AddPart(part.pattern);
+  const Scalar kv = 1e4;
+  VirtualNodeSet vn;
+  const Index b1 = vn.AddRigidPoint(2, 3, Vec3(0.01, 0.02, -0.03), kv);
+  const Index h[2] = {0, 2};
+  const Scalar w[2] = {0.5, 0.5};
+  vn.AddBarycentric(2, h, w, kv);
+  const Index a1 = vn.AddRigidPoint(0, 1, Vec3(-0.02, 0.01, -0.02), kv), a2 = vn.AddRigidPoint(0, 1, Vec3(0.03, 0, -0.02), kv);
+  sys.SetVirtualNodes(vn);
+  auto a = backend->CreateMatrix(part.pattern);
+  a->SetValues(part.values);
+  std::vector<Scalar> rhs(12, 0);
+  rhs[2] = -0.5 * 9.81 * 0.01;
+  rhs[8] = -0.8 * 9.81 * 0.01;
+  Array<Scalar> b(backend.get(), rhs), v0(backend.get(), std::vector<Scalar>(12, 0));
+  sys.Assemble({a.get()}, {&b});
+  ASSERT_NE(sys.virtual_nodes_on_backend().kind, nullptr);
+  RigidGroups g;
+  g.trans = {0, 2};
+  g.rot = {1, 3};
+  g.body_ptr = {0, 1, 2};
+  for (Index body = 0; body < 2; ++body) {
+    std::vector<Scalar> inv(36, 0);
+    for (int d = 0; d < 3; ++d) {
+      inv[std::size_t(7 * d)] = 1 / mass[body];
+      inv[std::size_t(7 * (d + 3))] = 1 / inertia[body][d];
+    }
+    g.ao_inv.insert(g.ao_inv.end(), inv.begin(), inv.end());
+  }
+  const std::vector<std::pair<Index, Index>> points = {{0, a1}, {0, a2}, {1, b1}};  // (body, virtual node)
+  for (const auto& [body, k] : points) {
+    g.node.push_back(4 + k);
+    const Scalar* j = vn.jac.data() + 9 * std::size_t(vn.ptr[k] + 1);
+    g.arm.insert(g.arm.end(), {j[5], j[6], j[1]});
+    g.kv.push_back(kv);
+  }
+  g.ptr = {0, 2, 3};
+  ContactSet contacts;
+  for (const auto& [body, k] : points) contacts.Add(4 + k, -1, ContactFrame(Vec3(0, 0, 1)), -0.05, 0.4, 0.4);
+  CondParams params;
+  params.theta_threshold = 1e-10;
+  params.max_iterations = 5000;
+  std::vector<Scalar> v[2], lambda[2];
+  RigidGroupHost record[2];
+  std::int64_t up[2];
+  for (int p = 0; p < 2; ++p) {
+    CondSolver solver(backend.get(), params);
+    const std::int64_t before = backend->counters().upload_bytes;
+    solver.SetRigidGroups(g, p == 0 ? nullptr : &sys.virtual_nodes_on_backend());
+    up[p] = backend->counters().upload_bytes - before;
+    solver.SetContacts(contacts);
+    Array<Scalar> x;
+    sys.GatherVelocity({&v0}, &x);
+    EXPECT_TRUE(solver.Solve(sys.matrix(), sys.rhs(), &x).converged);
+    v[p] = x.ToHost();
+    lambda[p] = solver.Impulses();
+    record[p] = solver.BackendRigidGroups();
+  }
+  EXPECT_EQ(v[0], v[1]);
+  EXPECT_EQ(lambda[0], lambda[1]);
+#define CONDSIM_EXPECT_FIELD(T, name) EXPECT_EQ(record[0].name, record[1].name) << #name;
+  CONDSIM_RIGID_GROUP_FIELDS(CONDSIM_EXPECT_FIELD)
+#undef CONDSIM_EXPECT_FIELD
+  // (less the map of the bodies' v nodes to their slots, nodes 0 .. 2, 4 B each, up once)
+  EXPECT_LE(up[1] + 36 * Index(points.size()) - 4 * 3, up[0]);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ namespace condsim {
 
 class CondKernels
     : public KernelSet<FpiStepOp, ApplyImpulseOp, ContactSweepOp, ChebyshevOp, CommitOp, FrobeniusNodeOp,
-                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, ChainBandBlockOp, RigidResponseOp,
+                       FrobeniusGroupOp, EnvScalarToDofOp, PermuteOp, EnvRowMaskOp, MomentumMaskOp, ChainFactorOp, ChainApplyOp, ChainSpikeOp, ChainLaneApplyOp, ChainCouplingOp, ChainFinishOp, ChainBandBlockOp, RigidResponseOp, RigidPointKeyOp, RigidPointFillOp,
                        RigidContactSweepOp, SetNodeScalarOp, BarycentricFrobeniusOp, BarycentricGammaOp,
                        BarycentricHostOp, BarycentricNodeOp, BarycentricPickOp, BarycentricFillOp, BarycentricHeadOp, BarycentricTransposeOp,
                        BarycentricContactKeyOp, BarycentricLoadOp, BodyModeProductOp, BodyModeMatrixOp, BodyModeSparseMatrixOp, BodyModeSparseFactorOp, BodyModeSparseSolveOp, BodyModeInvertOp,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 #include "condsim/error.h"
 #include "models/cond/cond_kernels.h"
@@ -26,11 +27,45 @@ void CondRigidGroups::Reserve(const ContactBounds& bounds) {
   const Index inv = 36 * nb * std::min<Index>(nb, kMaxRigidGroupBodies);
   arrays_.Reserve(b, std::max({3 * bounds.virtual_nodes, inv, nb}) + 1);
   d_.Reserve(b, bounds.virtual_nodes);
+  point_key_.Reserve(b, bounds.virtual_nodes, false);
+  point_order_.Reserve(b, bounds.virtual_nodes, false);
+  slot_of_.Reserve(b, 2 * nb);  // the v nodes' span (two nodes a body)
   own_.Reserve(b, bounds.contacts + 1);
   sweep_order_.Reserve(b, bounds.contacts);
 }
 
-void CondRigidGroups::Set(const RigidGroups& g) {
+bool CondRigidGroups::Derivable(const RigidGroups& g, const VirtualNodesOnBackend& source) {
+  // the body slot of each v node (the rigid part's nodes are contiguous: a short map)
+  const auto [lo, hi] = std::minmax_element(g.trans.begin(), g.trans.end());
+  slot_first_ = *lo;
+  slot_of_host_.assign(std::size_t(*hi - *lo + 1), -1);
+  for (Index k = 0; k < g.num_bodies(); ++k) slot_of_host_[std::size_t(g.trans[k] - slot_first_)] = k;
+  // the backend's rule on the host's copies, then its order (by body, then virtual node)
+  const VirtualNodeSet& vn = *source.set;
+  const std::vector<unsigned char>& kind = *source.kind_host;
+  const std::vector<Index>& offset = *source.offset_host;
+  const std::vector<Scalar>& param = *source.param_host;
+  std::vector<std::pair<Index, Index>> points;  // (slot, virtual node)
+  for (Index k = 0; k < vn.size(); ++k) {
+    const Index e = vn.ptr[k];
+    if (vn.ptr[k + 1] - e != 2 || kind[std::size_t(e)] != 0 || kind[std::size_t(e) + 1] != 1) continue;
+    const Index h = vn.host[e] - slot_first_;
+    if (h >= 0 && h < Index(slot_of_host_.size()) && slot_of_host_[std::size_t(h)] >= 0) points.push_back({slot_of_host_[std::size_t(h)], k});
+  }
+  std::sort(points.begin(), points.end());
+  if (points.size() != g.node.size()) return false;
+  const auto same = [](Scalar a, Scalar b) { return std::memcmp(&a, &b, sizeof(Scalar)) == 0; };
+  for (std::size_t e = 0; e < points.size(); ++e) {
+    const auto [slot, k] = points[e];
+    const Scalar* r = param.data() + offset[std::size_t(vn.ptr[k]) + 1];
+    if (g.node[e] != source.base_nodes + k || Index(e) < g.ptr[slot] || Index(e) >= g.ptr[slot + 1] || !same(g.kv[e], vn.kv[k]) ||
+        !same(g.arm[3 * e], r[0]) || !same(g.arm[3 * e + 1], r[1]) || !same(g.arm[3 * e + 2], r[2]))
+      return false;
+  }
+  return true;
+}
+
+void CondRigidGroups::Set(const RigidGroups& g, const VirtualNodesOnBackend* source) {
   const Index n = g.size(), nb = g.num_bodies();
   CONDSIM_CHECK(!g.body_ptr.empty() && g.body_ptr.front() == 0 && g.body_ptr.back() == nb && g.rot.size() == g.trans.size() &&
                     g.ptr.size() == std::size_t(nb) + 1 && g.arm.size() == 3 * g.node.size() && g.kv.size() == g.node.size() &&
@@ -67,7 +102,36 @@ void CondRigidGroups::Set(const RigidGroups& g) {
   h.node = g.node;
   h.arm = g.arm;
   h.kv = g.kv;
-  arrays_.Upload(ctx_->backend, h);
+  Backend* b = ctx_->backend;
+  if (source != nullptr && source->kind != nullptr && !g.node.empty() && Derivable(g, *source)) {
+    // the rest of the record in one upload, the virtual nodes' fields made from the system's
+    std::vector<Index> node;
+    std::vector<Scalar> arm, kv;
+    node.swap(h.node);
+    arm.swap(h.arm);
+    kv.swap(h.kv);
+    arrays_.Upload(b, h);
+    node.swap(h.node);
+    arm.swap(h.arm);
+    kv.swap(h.kv);
+    if (slot_of_host_ != slot_of_uploaded_) {
+      slot_of_.Assign(b, slot_of_host_);
+      slot_of_uploaded_ = slot_of_host_;
+    }
+    const Index count = source->set->size(), entries = static_cast<Index>(h.node.size());
+    point_key_.Resize(b, count);
+    point_order_.Resize(b, count);
+    ctx_->kernels->Run(count, RigidPointKeyOp{source->ptr, source->host, source->kind, slot_of_.data(), slot_first_,
+                                              static_cast<Index>(slot_of_host_.size()), point_key_.data(), point_order_.data()});
+    b->SortPairs(count, &point_key_, &point_order_);
+    arrays_.node.Resize(b, entries);
+    arrays_.arm.Resize(b, 3 * entries);
+    arrays_.kv.Resize(b, entries);
+    ctx_->kernels->Run(entries, RigidPointFillOp{point_key_.data(), source->ptr, source->offset, source->param, source->kv,
+                                                 source->base_nodes, arrays_.node.data(), arrays_.arm.data(), arrays_.kv.data()});
+  } else {
+    arrays_.Upload(b, h);
+  }
   host_ = std::move(h);
   v_o_.Resize(ctx_->backend, 6 * std::max<Index>(nb, 1));  // RigidContactSweepOp's group velocities
   d_.Resize(ctx_->backend, CheckedIndex(host_.node.size(), "rigid: nodes"));  // d_v: OnContacts, once the swept contacts are known

@@ -42,8 +42,16 @@ CONDSIM_RECORD_ARRAYS(RigidContactArrays, RigidContactView, CONDSIM_RIGID_CONTAC
 class CondRigidGroups : public CondComponent {
  public:
   using CondComponent::CondComponent;
-  // the virtual nodes must not be in chains
-  void Set(const RigidGroups& groups);
+  // the virtual nodes must not be in chains. With `source` (the system's virtual nodes on the
+  // backend) the groups' virtual nodes, arms and gains are made there when they are its rigid
+  // points (RigidPointKeyOp, RigidPointFillOp), the rest uploaded; else all uploaded
+  void Set(const RigidGroups& groups, const VirtualNodesOnBackend* source = nullptr);
+  // tests: the record on the backend, read back
+  RigidGroupHost Download() const {
+    RigidGroupHost h;
+    arrays_.Download(&h);
+    return h;
+  }
   // capacity for the contacts and virtual nodes of `bounds` (Array::Reserve)
   void Reserve(const ContactBounds& bounds);
   bool active() const override { return num_groups_ > 0; }
@@ -67,6 +75,9 @@ class CondRigidGroups : public CondComponent {
   // d_v of every virtual node (Gamma on its contacts), given which nodes the sweeps take
   void GammaBounds(const std::vector<unsigned char>& swept);
   void Respond(const Array<Scalar>& b, bool before_sweep);
+  // whether the backend's rule (RigidPointKeyOp) gives the groups' virtual nodes, arms and gains
+  // from `source`, checked on the host's copies; sets the slot map (slot_of_host_, slot_first_)
+  bool Derivable(const RigidGroups& g, const VirtualNodesOnBackend& source);
 
   Index num_groups_ = 0, max_node_ = -1;
   RigidGroupHost host_;
@@ -78,6 +89,12 @@ class CondRigidGroups : public CondComponent {
   Index num_own_contacts_ = 0;
   std::vector<Index> sweep_color_ptr_;
   Array<Index> sweep_order_;
+  // the virtual nodes made on the backend: per node from slot_first_ the body slot whose v node
+  // it is (uploaded when it changes), per virtual node its sort key and index
+  std::vector<Index> slot_of_host_, slot_of_uploaded_;
+  Index slot_first_ = 0;
+  Array<Index> slot_of_, point_order_;
+  Array<std::uint64_t> point_key_;
 };
 
 }  // namespace condsim

@@ -141,8 +141,8 @@ void CondSolver::SetChains(const std::vector<Index>& ptr, const std::vector<Inde
   chains_.Set(ptr, nodes, band);
 }
 
-void CondSolver::SetRigidGroups(const RigidGroups& groups) {
-  rigid_.Set(groups);
+void CondSolver::SetRigidGroups(const RigidGroups& groups, const VirtualNodesOnBackend* source) {
+  rigid_.Set(groups, source);
   contacts_dirty_ = true;
 }
 

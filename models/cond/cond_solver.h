@@ -175,8 +175,12 @@ class CondSolver {
   // chains (cond_chains.h): chain c holds nodes[ptr[c] .. ptr[c+1]), band = coupling reach in
   // nodes; a node belongs to at most one chain. Frobenius W only.
   void SetChains(const std::vector<Index>& ptr, const std::vector<Index>& nodes, Index band);
-  // rigid bodies answered exactly (cond_rigid.h); the virtual nodes must not be in chains
-  void SetRigidGroups(const RigidGroups& groups);
+  // rigid bodies answered exactly (cond_rigid.h); the virtual nodes must not be in chains;
+  // with `source` (SystemMatrix::virtual_nodes_on_backend of the same virtual nodes) their virtual
+  // nodes, arms and gains are made on the backend
+  void SetRigidGroups(const RigidGroups& groups, const VirtualNodesOnBackend* source = nullptr);
+  // tests: the rigid groups' record on the backend, read back
+  RigidGroupHost BackendRigidGroups() const { return rigid_.Download(); }
   // virtual nodes on deformable hosts (cond_barycentric.h); hosts must not be rigid-group
   // nodes or virtual nodes themselves; with `source` (SystemMatrix::virtual_nodes_on_backend of
   // the same virtual nodes) their record is made on the backend, nothing uploaded

@@ -178,4 +178,52 @@ struct RigidContactSweepOp {
     }
   }
 };
+
+// The groups' virtual nodes made on the backend from the system's (VirtualNodesOnBackend;
+// CondRigidGroups::Set when its host check passes), bitwise Nodalizer::BuildRigidGroups: per
+// virtual node k its sort key slot << 32 | k when it is a rigid point (two blocks, w I then
+// -[r]x) whose first host is the v node of the groups' body `slot`, else the largest key; sorted,
+// the first entries are the groups' virtual nodes, body by body, each body's in node order
+struct RigidPointKeyOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const Index* vn_ptr;
+  const Index* vn_host;
+  const unsigned char* kind;
+  const Index* slot_of;  // per node first + i: the body slot whose v node it is, or -1
+  Index first, span;
+  std::uint64_t* key;
+  Index* order;
+  CONDSIM_HD_INLINE void operator()(Index k) const {
+    const Index e = vn_ptr[k];
+    Index slot = -1;
+    if (vn_ptr[k + 1] - e == 2 && kind[e] == 0 && kind[e + 1] == 1) {
+      const Index h = vn_host[e] - first;
+      slot = h >= 0 && h < span ? slot_of[h] : -1;
+    }
+    key[k] = slot >= 0 ? std::uint64_t(slot) << 32 | std::uint64_t(k) : ~std::uint64_t(0);
+    order[k] = k;
+  }
+};
+
+// per entry e of the groups' virtual nodes (keys sorted): its node, arm (the r of its -[r]x
+// block) and kv
+struct RigidPointFillOp {
+  static constexpr Index kGrain = 4096;  // items per CPU thread at least (cpu/parallel.h)
+  const std::uint64_t* key;
+  const Index* vn_ptr;
+  const Index* offset;  // per Jacobian entry its first parameter
+  const Scalar* param;
+  const Scalar* vn_kv;
+  Index base_nodes;
+  Index* node;
+  Scalar* arm;
+  Scalar* kv;
+  CONDSIM_HD_INLINE void operator()(Index e) const {
+    const Index k = static_cast<Index>(key[e] & 0xffffffffu);
+    node[e] = base_nodes + k;
+    const Scalar* r = param + offset[vn_ptr[k] + 1];
+    for (int d = 0; d < 3; ++d) arm[3 * std::int64_t(e) + d] = r[d];
+    kv[e] = vn_kv[k];
+  }
+};
 }  // namespace condsim

@@ -139,6 +139,10 @@ void SystemMatrix::SetVirtualNodes(const VirtualNodeSet& vn) {
   }
   SetJacobians(vn);
   kv_.Assign(backend_, vn.kv);
+  ViewOnBackend();
+}
+
+void SystemMatrix::ViewOnBackend() {
   on_backend_ = VirtualNodesOnBackend{&virtual_, nullptr, nullptr, nullptr, base_nodes_, vn_ptr_.data(), vn_host_.data(),
                                       nullptr,   nullptr, nullptr, kv_.data()};
   if (compact_) {
@@ -265,7 +269,13 @@ void SystemMatrix::Reserve(const ContactBounds& bounds, Array<Scalar>* v) {
   vn_host_.Reserve(backend_, bounds.virtual_entries);
   jac_.Reserve(backend_, 9 * bounds.virtual_entries);
   kv_.Reserve(backend_, nv);
-  // MakeOnBackend's and SetJacobians' arrays (written whole before they are read)
+  // the compact Jacobians keep their entries (the solver's records read them), and the view of
+  // the virtual nodes follows the arrays' new memory
+  jac_kind_.Reserve(backend_, bounds.virtual_entries);
+  jac_offset_.Reserve(backend_, bounds.virtual_entries + 1);
+  jac_param_.Reserve(backend_, 3 * bounds.virtual_entries);
+  ViewOnBackend();
+  // MakeOnBackend's arrays (written whole before they are read)
   if (!make_on_backend_) return;
   if (base_row_ptr_.size() == 0) {
     base_row_ptr_.Assign(backend_, base_.row_ptr);
@@ -279,9 +289,6 @@ void SystemMatrix::Reserve(const ContactBounds& bounds, Array<Scalar>* v) {
   row_ptr_.Reserve(backend_, n + 1, false);
   first_new_.Reserve(backend_, n, false);
   col_.Reserve(backend_, base_.nnz_blocks() + terms, false);
-  jac_kind_.Reserve(backend_, bounds.virtual_entries, false);
-  jac_offset_.Reserve(backend_, bounds.virtual_entries + 1, false);
-  jac_param_.Reserve(backend_, 3 * bounds.virtual_entries, false);
 }
 
 void SystemMatrix::GatherVelocity(const std::vector<const Array<Scalar>*>& part_v, Array<Scalar>* v) {

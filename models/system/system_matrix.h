@@ -65,6 +65,8 @@ class SystemMatrix {
   void MakeOnBackend(const BlockPattern& p);
   // jac_ from the set's blocks
   void SetJacobians(const VirtualNodeSet& vn);
+  // on_backend_ from the current arrays
+  void ViewOnBackend();
 
   Backend* backend_;
   std::unique_ptr<SystemKernels> kernels_;

@@ -44,7 +44,7 @@ struct VirtualNodeSet {
 };
 
 // a virtual node set as the backend holds it (SystemMatrix::virtual_nodes_on_backend, valid until
-// its next SetVirtualNodes): the hosts, each entry's Jacobian block in its compact form (kind 0:
+// its next SetVirtualNodes or Reserve): the hosts, each entry's Jacobian block in its compact form (kind 0:
 // J = w I with w = param[offset[e]]; kind 1: J = -[r]x with r = param[offset[e] ..]; null when
 // the blocks went up whole) and the gains; `set` is the host's copy of the same set and the
 // *_host vectors the compact form there (what the arrays hold, to check against without a read)

@@ -116,7 +116,7 @@ CondStats SolveStage::Run(WorldBodies* w, const Nodalizer& nodes, const RigidGro
                           const ContactSet& contacts, ContactRecordWriter* writer, Index step, Scalar time, VhatSummary* vhat,
                           std::vector<EnvFailure>* failures) {
   const BackendCounters c0 = w->backend->counters();
-  solver_->SetRigidGroups(groups);
+  solver_->SetRigidGroups(groups, &w->system->virtual_nodes_on_backend());
   solver_->SetBarycentricNodes(nodes.barycentric(), &w->system->virtual_nodes_on_backend());
   solver_->SetBodyModes(modes);
   // environments: the base nodes', a virtual node's that of its first host; failed ones left out
