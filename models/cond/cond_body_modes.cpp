@@ -240,29 +240,6 @@ bool CondBodyModes::Coupling(const BlockPattern& pattern, BodyModeHost* used) co
   return true;
 }
 
-bool CondBodyModes::ListableOnBackend() const {
-  if (free_ || admitted_ > 0) return false;
-  for (Index i : modes_.node)
-    if (ctx_->own_gamma_host[std::size_t(i)]) return false;
-  return true;
-}
-
-void CondBodyModes::MakeListOnBackend() {
-  Backend* b = ctx_->backend;
-  const Index entries = static_cast<Index>(modes_.node.size()), patches = modes_.size();
-  if (!set_on_backend_) {
-    set_node_.Assign(b, modes_.node);
-    set_ptr_.Assign(b, modes_.ptr);
-    set_on_backend_ = true;
-  }
-  keep_.Resize(b, entries + 1);
-  ctx_->kernels->Run(patches + 1, BodyModeKeepOp{set_ptr_.data(), set_node_.data(), ctx_->in_contact.data(), patches, entries,
-                                                 kMinPatchNodes, keep_.data()});
-  b->ExclusiveScanOnBackend(entries + 1, keep_, &keep_);
-  arrays_.node.Resize(b, listed_);
-  ctx_->kernels->Run(entries, BodyModeListOp{set_node_.data(), keep_.data(), arrays_.node.data()});
-}
-
 void CondBodyModes::Reserve(const ContactBounds& bounds, Index max_nodes) {
   if (!active()) return;
   Backend* b = ctx_->backend;
@@ -475,29 +452,13 @@ void CondBodyModes::Prepare(DeviceBlockMatrix& a) {
     ctx_->kernels->BodyModeNodeMap(listed_, listed);
     mapped_nodes_ = ctx_->nodes;
   }
-  // the halo from the maps and the contact step's flags (BodyModeHaloFlagOp, a scan)
+  // the halo and the gate contacts from the maps, the contact step's flags and the contacts' nodes
   if (halo_here && (halo_changed || arrays_.halo.size() != Index(used.halo.size()))) {
-    halo_flag_.Resize(b, ctx_->nodes + 1);
-    ctx_->kernels->Run(ctx_->nodes + 1, BodyModeHaloFlagOp{arrays_.node_patch.data(), ctx_->in_contact.data(), a.row_ptr().data(),
-                                                           a.col_idx().data(), ctx_->nodes, halo_flag_.data()});
-    b->ExclusiveScanOnBackend(ctx_->nodes + 1, halo_flag_, &halo_flag_);
-    arrays_.halo.Resize(b, Index(used.halo.size()));
-    ctx_->kernels->Run(ctx_->nodes, BodyModeHaloListOp{halo_flag_.data(), arrays_.halo.data()});
+    MakeHaloOnBackend(a, Index(used.halo.size()));
     uploaded_.halo = used.halo;
   }
-  // the gate contacts from the maps and the contacts' nodes (BodyModeGateKeyOp, a sort)
-  const Index gate_entries = static_cast<Index>(used.gate_contact.size());
-  if (gates_here && (gates_changed || arrays_.gate_contact.size() != gate_entries)) {
-    const Index contacts = ctx_->contacts_host.size();
-    gate_key_.Resize(b, 2 * contacts);
-    gate_order_.Resize(b, 2 * contacts);
-    if (contacts > 0) {
-      ctx_->kernels->Run(contacts, BodyModeGateKeyOp{ctx_->contacts.node_i.data(), ctx_->contacts.node_j.data(), arrays_.node_patch.data(),
-                                                     gate_key_.data(), gate_order_.data()});
-      b->SortPairs(2 * contacts, &gate_key_, &gate_order_);
-    }
-    arrays_.gate_contact.Resize(b, gate_entries);
-    ctx_->kernels->Run(gate_entries, BodyModeGateListOp{gate_key_.data(), arrays_.gate_contact.data()});
+  if (gates_here && (gates_changed || arrays_.gate_contact.size() != Index(used.gate_contact.size()))) {
+    MakeGatesOnBackend(Index(used.gate_contact.size()));
     uploaded_.gate_contact = used.gate_contact;
   }
   // per node its row of T (BodyModeApplyStepOp, and where T's rows are stored), from the record on

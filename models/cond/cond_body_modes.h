@@ -180,8 +180,12 @@ class CondBodyModes : public CondComponent {
   // whether SelectPatches' listed nodes are those BodyModeKeepOp makes from the contact step's
   // flags (the patch level, no admitted contact node, no node of the patches with its own Gamma)
   bool ListableOnBackend() const;
-  // the record's listed nodes made on the backend (BodyModeKeepOp, a scan, BodyModeListOp)
+  // the record's listed nodes made on the backend (BodyModeKeepOp, a scan, BodyModeListOp), its
+  // halo of `halo` nodes from the per-node maps and A's pattern (BodyModeHaloFlagOp), its `entries`
+  // gate contacts (BodyModeGateKeyOp, a sort); body_mode_lists.cpp
   void MakeListOnBackend();
+  void MakeHaloOnBackend(DeviceBlockMatrix& a, Index halo);
+  void MakeGatesOnBackend(Index entries);
   // dv = -(Z^T A Z)^-1 Z^T r for v (gated and limited as the level asks), into dv_
   void Correction(const Array<Scalar>& v);
   // the sparse bodies' A_c (BodyModeSparseMatrixOp) factorized on the backend for the bodies of
